@@ -1,0 +1,3 @@
+"""podracer.agents (in progress)."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,3 @@
+"""podracer.anakin (in progress)."""
+
+__version__ = "0.1.0"

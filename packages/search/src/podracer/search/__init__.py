@@ -1,0 +1,3 @@
+"""podracer.search (in progress)."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs each package alone (its declared dependencies only) in a fresh environment and
+# runs its own tests there: a missing dependency declaration fails here.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export UV_PYTHON_DOWNLOADS=never JAX_NUMPY_RANK_PROMOTION=raise
+packages=("$@")
+[ ${#packages[@]} -eq 0 ] && packages=(envs search agents anakin sebulba)
+for p in "${packages[@]}"; do
+  echo "== podracer-$p alone"
+  venv=".venv-isolated-$p"
+  UV_PROJECT_ENVIRONMENT="$venv" uv sync --locked --package "podracer-$p" --quiet
+  # pytest comes from the package's own dev group; -p no:xdist since xdist is not declared here.
+  rc=0
+  UV_PROJECT_ENVIRONMENT="$venv" uv run --no-sync --package "podracer-$p" \
+    pytest -q -p no:cacheprovider -m "not slow" "packages/$p/tests" || rc=$?
+  # pytest exits 5 when a package has no tests collected yet.
+  if [ $rc -ne 0 ] && [ $rc -ne 5 ]; then exit $rc; fi
+done
