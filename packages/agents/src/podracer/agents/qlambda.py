@@ -1,0 +1,91 @@
+"""Q(lambda): the Podracer paper's Anakin demo agent.
+
+A Q-network trained towards Peng's Q(lambda) returns (rlax.lambda_returns on
+max_a Q(s_{t+1}, a)), acting epsilon-greedily; epsilon 0 is the demo's greedy acting.
+Unlike the demo, which takes one backward pass per environment (vmap of grad), the loss
+is the mean over the whole device batch: one backward pass per update.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import chex
+import jax
+import jax.numpy as jnp
+import rlax
+
+from podracer.agents import returns
+from podracer.agents.config import check_choice, check_positive, check_range
+from podracer.agents.networks import TORSOS, QNetwork, resolve_torso
+from podracer.agents.types import Agent, Trajectory, make_optimizer, masked_mean, sgd_update
+from podracer.envs import EnvSpec
+
+
+@dataclasses.dataclass(frozen=True)
+class QLambdaConfig:
+    learning_rate: float = 1e-4
+    gamma: float = 0.99
+    lambda_: float = 0.9
+    epsilon: float = 0.0  # exploration during training; 0 is the demo's greedy acting
+    torso: str = "auto"  # auto | mlp | nature_cnn | impala_resnet
+    hidden_sizes: tuple[int, ...] = (256,)
+    activation: str = "relu"
+    max_grad_norm: float | None = None
+
+    def __post_init__(self):
+        check_positive(self, "learning_rate")
+        check_range(self, "gamma", 0.0, 1.0)
+        check_range(self, "lambda_", 0.0, 1.0)
+        check_range(self, "epsilon", 0.0, 1.0)
+        check_choice(self, "torso", TORSOS)
+
+
+def make_qlambda(spec: EnvSpec, config: QLambdaConfig = QLambdaConfig(), total_updates: int | None = None) -> Agent:
+    del total_updates  # constant learning rate
+    net = QNetwork(
+        spec.num_actions, resolve_torso(config.torso, spec), len(spec.observation_shape),
+        config.hidden_sizes, config.activation,
+    )
+    optimizer = make_optimizer(config.learning_rate, config.max_grad_norm)
+
+    def init(key):
+        dummy = jnp.zeros((1, *spec.observation_shape), spec.observation_dtype)
+        return net.init(key, dummy)
+
+    def act(params, key, observation):
+        q = net.apply(params, observation)
+        action = rlax.epsilon_greedy(config.epsilon).sample(key, q)
+        return action.astype(jnp.int32), {}
+
+    def greedy_act(params, observation):
+        return jnp.argmax(net.apply(params, observation), axis=-1).astype(jnp.int32)
+
+    def loss(params, trajectory: Trajectory, key: chex.PRNGKey):
+        del key
+        ts = trajectory.timestep
+        q = net.apply(params, ts.observation)  # [T+1, B, A]
+        bounds = returns.boundaries(ts, config.gamma)
+        final_v = None
+        if spec.can_truncate and ts.final_observation is not None:
+            final_v = jnp.max(net.apply(params, ts.final_observation[1:]), axis=-1)
+        v_t = returns.bootstrap_values(jnp.max(q, axis=-1), final_v, ts)
+        lambda_t = config.lambda_ * (1.0 - bounds.cut.astype(jnp.float32))
+        targets = jax.vmap(rlax.lambda_returns, in_axes=1, out_axes=1)(
+            bounds.reward, bounds.discount, v_t, lambda_t
+        )
+        targets = jax.lax.stop_gradient(targets)
+        a_tm1 = trajectory.action[:-1]
+        q_tm1 = jnp.take_along_axis(q[:-1], a_tm1[..., None], axis=-1)[..., 0]
+        td = targets - q_tm1
+        value_loss = 0.5 * masked_mean(jnp.square(td), bounds.mask)
+        metrics = {
+            "losses/value": value_loss,
+            "agent/q_mean": masked_mean(q_tm1, bounds.mask),
+        }
+        return value_loss, metrics
+
+    return Agent(
+        name="qlambda", spec=spec, config=config, init=init, act=act, greedy_act=greedy_act,
+        loss=loss, optimizer=optimizer, update=sgd_update(loss, optimizer),
+    )

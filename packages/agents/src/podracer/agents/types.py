@@ -1,0 +1,104 @@
+"""The agent interface both runtimes drive: a NamedTuple of pure functions over params.
+
+An agent never knows where its environments run. Anakin calls `act` inside a compiled
+`lax.scan` over a vmapped JaxEnv; Sebulba calls it from actor threads on HostEnv batches.
+Both hand `update` a time-major `Trajectory` and a `reduce_grads` function that averages
+gradients over the devices taking part (identity on one device, `lax.pmean` under
+`shard_map`), so the same learning step runs on one device or a pod.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+import chex
+import jax
+import jax.numpy as jnp
+import optax
+
+from podracer.envs import EnvSpec, TimeStep
+
+Params = Any  # a pytree of arrays
+Extras = Mapping[str, chex.Array]  # per-step outputs of `act` the loss needs (logits, values, ...)
+Metrics = dict[str, chex.Array]  # flat, scalar, named as logged: "losses/policy", ...
+ReduceFn = Callable[[Any], Any]  # averages a pytree over the devices of an update
+
+
+class Trajectory(NamedTuple):
+    """A time-major rollout `[T+1, B, ...]`; consecutive rollouts overlap by one step.
+
+    `timestep[t]` is what the agent observed at step t, `action[t]` and `extras[t]` what it
+    did there. Transition t goes from `timestep[t]` with `action[t]` to `timestep[t+1]`,
+    so losses use `action[:-1]`, `extras[:-1]`, `timestep.reward[1:]`, ... The last
+    action is recorded but only used as the first step of the next rollout.
+    `timestep.final_observation` may be None where it always equals `observation`
+    (next-step-resetting HostEnvs); the dummy-transition mask is
+    `timestep.transition_mask[1:]`.
+    """
+
+    timestep: TimeStep  # [T+1, B, ...]
+    action: chex.Array  # [T+1, B] int32
+    extras: Extras  # [T+1, B, ...]
+
+    @property
+    def num_transitions(self) -> int:
+        return (self.action.shape[0] - 1) * self.action.shape[1]
+
+
+class Agent(NamedTuple):
+    """An agent: hyperparameters and env spec are captured by the closures.
+
+    The spec is bound at construction (not passed to `init` as DESIGN.md first sketched)
+    because the network's shape depends on it: binding it once keeps every call site
+    free of it and the functions hashable for jit.
+    """
+
+    name: str
+    spec: EnvSpec
+    config: Any  # the agent's frozen config dataclass
+    init: Callable[[chex.PRNGKey], Params]
+    # act(params, key, observation [B, ...]) -> (action [B] int32, extras [B, ...])
+    act: Callable[[Params, chex.PRNGKey, chex.Array], tuple[chex.Array, Extras]]
+    # greedy_act(params, observation [B, ...]) -> action [B]: evaluation policy
+    greedy_act: Callable[[Params, chex.Array], chex.Array]
+    # loss(params, trajectory, key) -> (scalar, metrics)
+    loss: Callable[[Params, Trajectory, chex.PRNGKey], tuple[chex.Array, Metrics]]
+    optimizer: optax.GradientTransformation
+    # update(params, opt_state, trajectory, key, reduce_grads) -> (params, opt_state, metrics)
+    update: Callable[..., tuple[Params, optax.OptState, Metrics]]
+
+
+def sgd_update(
+    loss_fn: Callable[[Params, Trajectory, chex.PRNGKey], tuple[chex.Array, Metrics]],
+    optimizer: optax.GradientTransformation,
+) -> Callable[..., tuple[Params, optax.OptState, Metrics]]:
+    """One gradient step on the whole trajectory: one backward pass over the batch."""
+
+    def update(params, opt_state, trajectory, key, reduce_grads: ReduceFn = lambda x: x):
+        (loss, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, trajectory, key)
+        grads, metrics = reduce_grads((grads, metrics))
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        params = optax.apply_updates(params, updates)
+        metrics = {**metrics, "losses/total": reduce_grads(loss), "losses/grad_norm": optax.global_norm(grads)}
+        return params, opt_state, metrics
+
+    return update
+
+
+def make_optimizer(
+    learning_rate: float | optax.Schedule, max_grad_norm: float | None, *, eps: float = 1e-8
+) -> optax.GradientTransformation:
+    """Adam with optional global-norm clipping, the default of every agent here."""
+    chain = []
+    if max_grad_norm is not None and max_grad_norm > 0:
+        chain.append(optax.clip_by_global_norm(max_grad_norm))
+    chain.append(optax.adam(learning_rate, eps=eps))
+    return optax.chain(*chain)
+
+
+def masked_mean(x: chex.Array, mask: chex.Array) -> chex.Array:
+    """Mean of `x` over entries where `mask` is true (0 when none is)."""
+    chex.assert_equal_shape([x, mask])
+    mask = mask.astype(x.dtype)
+    return jnp.sum(x * mask) / jnp.maximum(jnp.sum(mask), 1.0)
