@@ -3,6 +3,10 @@
 from podracer.agents.checkpoint import Checkpointer
 from podracer.agents.checkpoint import abstract_like
 from podracer.agents.checkpoint import package_versions
+from podracer.agents.distributed import DistributedConfig
+from podracer.agents.distributed import initialize as initialize_distributed
+from podracer.agents.distributed import is_main_process
+from podracer.agents.distributed import shutdown as shutdown_distributed
 from podracer.agents.impala import ImpalaConfig
 from podracer.agents.impala import make_impala
 from podracer.agents.networks import ActorCritic

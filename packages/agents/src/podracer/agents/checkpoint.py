@@ -17,6 +17,8 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
+from podracer.agents.run import to_jsonable
+
 
 def package_versions() -> dict[str, str]:
     names = ("podracer-envs", "podracer-agents", "podracer-search", "podracer-anakin",
@@ -58,11 +60,23 @@ class Checkpointer:
         if best_mode not in ("max", "min"):
             raise ValueError(f"best_mode must be 'max' or 'min', got {best_mode!r}")
         self.directory = os.path.abspath(os.fspath(directory))
+        # Orbax's BestN alone would delete the newest step when it is not among the best,
+        # and a run could then not resume from where it stopped: keep it as well.
+        keep = ocp.checkpoint_managers
+        if best_metric:
+            preservation = keep.AnyPreservationPolicy([
+                keep.BestN(
+                    get_metric_fn=lambda m: m[best_metric], reverse=best_mode == "min",
+                    n=max_to_keep, keep_checkpoints_without_metrics=False,
+                ),
+                keep.LatestN(n=1),
+            ])
+        else:
+            preservation = keep.LatestN(n=max_to_keep)
         options = ocp.CheckpointManagerOptions(
-            max_to_keep=max_to_keep,
             best_fn=(lambda m: m[best_metric]) if best_metric else None,
             best_mode=best_mode,
-            keep_checkpoints_without_metrics=False if best_metric else True,
+            preservation_policy=preservation,
             save_interval_steps=save_interval_steps,
             create=True,
             enable_async_checkpointing=False,
@@ -73,7 +87,7 @@ class Checkpointer:
 
     def save(self, step: int, state: Any, metadata: dict[str, Any], metrics: dict[str, float] | None = None,
              force: bool = True) -> bool:
-        metadata = {**metadata, "versions": package_versions()}
+        metadata = to_jsonable({**metadata, "versions": package_versions()})
         saved = self._manager.save(
             int(step),
             args=ocp.args.Composite(state=ocp.args.StandardSave(state), metadata=ocp.args.JsonSave(metadata)),

@@ -20,3 +20,15 @@ def log_prob(logits: chex.Array, action: chex.Array) -> chex.Array:
 def categorical_entropy(logits: chex.Array) -> chex.Array:
     logp = jax.nn.log_softmax(logits, axis=-1)
     return -jnp.sum(jnp.exp(logp) * logp, axis=-1)
+
+
+def epsilon_greedy(key: chex.PRNGKey, q: chex.Array, epsilon: float) -> chex.Array:
+    """argmax_a q `[...]` with probability 1 - epsilon, else a uniform action (int32).
+
+    Written out because `rlax.epsilon_greedy` is pending deprecation (it warns on use).
+    """
+    explore_key, action_key = jax.random.split(key)
+    greedy = jnp.argmax(q, axis=-1).astype(jnp.int32)
+    uniform = jax.random.randint(action_key, greedy.shape, 0, q.shape[-1], jnp.int32)
+    explore = jax.random.uniform(explore_key, greedy.shape) < epsilon
+    return jnp.where(explore, uniform, greedy)

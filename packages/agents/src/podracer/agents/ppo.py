@@ -125,6 +125,7 @@ def make_ppo(spec: EnvSpec, config: PPOConfig = PPOConfig(), total_updates: int 
         entropy = masked_mean(categorical_entropy(logits), batch.mask)
         total = pg_loss + config.value_cost * value_loss - config.entropy_cost * entropy
         metrics = {
+            "losses/total": total,
             "losses/policy": pg_loss,
             "losses/value": value_loss,
             "losses/entropy": entropy,
@@ -152,7 +153,7 @@ def make_ppo(spec: EnvSpec, config: PPOConfig = PPOConfig(), total_updates: int 
             grads, metrics = grad_fn(params)
             grads, metrics = reduce_grads((grads, metrics))
             updates, opt_state = optimizer.update(grads, opt_state, params)
-            metrics["losses/grad_norm"] = optax.global_norm(grads)
+            metrics["losses/grad_norm"] = optax.tree.norm(grads)
             return (optax.apply_updates(params, updates), opt_state), metrics
 
         def epoch(carry, epoch_key):

@@ -18,13 +18,14 @@ import rlax
 from podracer.agents import returns
 from podracer.agents.config import check_choice, check_positive, check_range
 from podracer.agents.networks import TORSOS, QNetwork, resolve_torso
+from podracer.agents.policy import epsilon_greedy
 from podracer.agents.types import Agent, Trajectory, make_optimizer, masked_mean, sgd_update
 from podracer.envs import EnvSpec
 
 
 @dataclasses.dataclass(frozen=True)
 class QLambdaConfig:
-    learning_rate: float = 1e-4
+    learning_rate: float = 1e-3  # the demo's benchmark uses 1e-4; 1e-3 learns Catch in ~2e5 steps
     gamma: float = 0.99
     lambda_: float = 0.9
     epsilon: float = 0.0  # exploration during training; 0 is the demo's greedy acting
@@ -54,9 +55,7 @@ def make_qlambda(spec: EnvSpec, config: QLambdaConfig = QLambdaConfig(), total_u
         return net.init(key, dummy)
 
     def act(params, key, observation):
-        q = net.apply(params, observation)
-        action = rlax.epsilon_greedy(config.epsilon).sample(key, q)
-        return action.astype(jnp.int32), {}
+        return epsilon_greedy(key, net.apply(params, observation), config.epsilon), {}
 
     def greedy_act(params, observation):
         return jnp.argmax(net.apply(params, observation), axis=-1).astype(jnp.int32)

@@ -60,10 +60,15 @@ class RunDir:
             return json.load(f)
 
     def read_metrics(self) -> list[dict[str, Any]]:
+        """The logged lines; a last line torn by a crash mid-write is left out."""
         if not os.path.exists(self.metrics_file):
             return []
         with open(self.metrics_file) as f:
-            return [json.loads(line) for line in f if line.strip()]
+            text = f.read()
+        lines = text.split("\n")
+        if not text.endswith("\n"):  # the last write never finished
+            lines = lines[:-1]
+        return [json.loads(line) for line in lines if line.strip()]
 
 
 class MetricWriter:
@@ -79,8 +84,10 @@ class MetricWriter:
         if run_dir is None:
             return
         os.makedirs(run_dir.path, exist_ok=True)
-        if truncate_after is not None:
-            kept = [m for m in run_dir.read_metrics() if m["env_steps"] <= truncate_after]
+        if truncate_after is not None or os.path.exists(run_dir.metrics_file):
+            # Rewriting also drops a line torn by a crash, which appending would corrupt.
+            limit = math.inf if truncate_after is None else truncate_after
+            kept = [m for m in run_dir.read_metrics() if m["env_steps"] <= limit]
             with open(run_dir.metrics_file, "w") as f:
                 f.writelines(json.dumps(m) + "\n" for m in kept)
         self._file = open(run_dir.metrics_file, "a")

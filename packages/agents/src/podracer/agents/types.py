@@ -80,7 +80,7 @@ def sgd_update(
         grads, metrics = reduce_grads((grads, metrics))
         updates, opt_state = optimizer.update(grads, opt_state, params)
         params = optax.apply_updates(params, updates)
-        metrics = {**metrics, "losses/total": reduce_grads(loss), "losses/grad_norm": optax.global_norm(grads)}
+        metrics = {**metrics, "losses/total": reduce_grads(loss), "losses/grad_norm": optax.tree.norm(grads)}
         return params, opt_state, metrics
 
     return update

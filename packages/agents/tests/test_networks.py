@@ -1,0 +1,92 @@
+"""Torsos and heads: preprocessing, layouts, shapes and the separate critic."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from podracer.agents import ActorCritic, ImpalaResNet, NatureCNN, QNetwork, Torso, preprocess
+from podracer.agents.networks import resolve_torso
+from podracer.envs import EnvSpec
+
+
+def test_preprocess_scales_uint8_frames_and_passes_floats():
+    frames = jnp.array([0, 51, 255], jnp.uint8)
+    np.testing.assert_allclose(preprocess(frames), [0.0, 0.2, 1.0], rtol=1e-6)
+    assert preprocess(frames).dtype == jnp.float32
+    floats = jnp.array([-3.0, 300.0])
+    np.testing.assert_array_equal(preprocess(floats), floats)
+    assert preprocess(jnp.array([1, 2], jnp.int32)).dtype == jnp.float32
+
+
+def test_auto_torso_picks_the_cnn_for_frames_only():
+    assert resolve_torso("auto", EnvSpec("a", (4, 84, 84), "uint8", 6)) == "nature_cnn"
+    assert resolve_torso("auto", EnvSpec("b", (4, 84, 84), "float32", 6)) == "mlp"
+    assert resolve_torso("auto", EnvSpec("c", (10, 5), "float32", 3)) == "mlp"
+    assert resolve_torso("impala_resnet", EnvSpec("c", (10, 5), "float32", 3)) == "impala_resnet"
+    with pytest.raises(ValueError, match="torso"):
+        resolve_torso("bogus", EnvSpec("c", (10, 5), "float32", 3))
+
+
+def test_mlp_torso_flattens_observations_and_keeps_batch_dims():
+    torso = Torso("mlp", 2, hidden_sizes=(7,))
+    x = jnp.asarray(
+        np.random.default_rng(0).normal(size=(3, 2, 10, 5)), jnp.float32
+    )  # [T, B, 10, 5]
+    params = jax.jit(torso.init)(jax.random.key(0), x[0])
+    y = jax.jit(torso.apply)(params, x)
+    assert y.shape == (3, 2, 7)
+    dense = jax.tree.map(np.asarray, params["params"]["MLP_0"]["Dense_0"])
+    expected = np.tanh(np.asarray(x).reshape(3, 2, 50) @ dense["kernel"] + dense["bias"])
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_frames_are_transposed_to_channels_last_and_scaled(cheap_init):
+    """Torso on uint8 `[T, B, C, H, W]` == NatureCNN on `[T*B, H, W, C] / 255`.
+
+    36x36 frames keep the compile small: 36 -> 8 -> 3 -> 1 spatially.
+    """
+    x = jnp.asarray(np.random.default_rng(1).integers(0, 256, size=(2, 3, 4, 36, 36)), jnp.uint8)
+    torso = Torso("nature_cnn", 3)
+    params = cheap_init(lambda k: torso.init(k, x[0]), jax.random.key(0))
+    nhwc = jnp.moveaxis(x.reshape(6, 4, 36, 36), 1, -1).astype(jnp.float32) / 255.0
+
+    @jax.jit
+    def both(params):
+        direct = NatureCNN().apply({"params": params["params"]["NatureCNN_0"]}, nhwc)
+        return torso.apply(params, x), direct
+
+    y, direct = both(params)
+    assert y.shape == (2, 3, 512)
+    np.testing.assert_allclose(y.reshape(6, 512), direct, rtol=1e-5, atol=1e-6)
+    assert np.abs(np.asarray(direct)).sum() > 0
+
+
+def test_impala_resnet_shapes_at_small_size():
+    net = ImpalaResNet(channels=(4, 8), hidden_size=16)
+    x = jnp.zeros((5, 16, 16, 3))
+    out, params = jax.eval_shape(lambda: net.init_with_output(jax.random.key(0), x))
+    assert out.shape == (5, 16)
+    # 16x16 -> 8x8 -> 4x4 after two stride-2 pools with 8 channels: 128 features.
+    assert params["params"]["Dense_0"]["kernel"].shape == (128, 16)
+    assert params["params"]["Conv_0"]["kernel"].shape == (3, 3, 3, 4)
+
+
+def test_nature_cnn_shapes_on_atari_frames():
+    net = QNetwork(6, "nature_cnn", 3)
+    x = jnp.zeros((2, 4, 84, 84), jnp.uint8)
+    q, params = jax.eval_shape(lambda: net.init_with_output(jax.random.key(0), x))
+    assert q.shape == (2, 6)
+    torso = params["params"]["Torso_0"]["NatureCNN_0"]
+    assert torso["Dense_0"]["kernel"].shape == (7 * 7 * 64, 512)  # 84 -> 20 -> 9 -> 7
+
+
+@pytest.mark.parametrize("separate_critic", [False, True])
+def test_actor_critic_value_method_matches_call(separate_critic):
+    net = ActorCritic(3, "mlp", 1, (8,), "tanh", separate_critic)
+    x = jnp.asarray(np.random.default_rng(2).normal(size=(4, 5)), jnp.float32)
+    params = jax.jit(net.init)(jax.random.key(0), x)
+    logits, value = jax.jit(net.apply)(params, x)
+    assert logits.shape == (4, 3) and value.shape == (4,)
+    value_only = jax.jit(lambda p, x: net.apply(p, x, method=ActorCritic.value))(params, x)
+    np.testing.assert_allclose(value_only, value, rtol=1e-6)
+    assert ("critic_torso" in params["params"]) == separate_critic

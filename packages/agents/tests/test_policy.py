@@ -1,0 +1,38 @@
+"""Categorical policy helpers against numpy, and epsilon-greedy frequencies."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from podracer.agents.policy import categorical_entropy, epsilon_greedy, log_prob, sample_categorical
+
+
+def test_log_prob_and_entropy_match_numpy():
+    logits = jnp.array([[0.0, 0.0, 0.0, 0.0], [1.0, 2.0, 3.0, -1.0]])
+    p = np.exp([1.0, 2.0, 3.0, -1.0]) / np.exp([1.0, 2.0, 3.0, -1.0]).sum()
+    np.testing.assert_allclose(
+        log_prob(logits, jnp.array([3, 2])), [np.log(0.25), np.log(p[2])], rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        categorical_entropy(logits), [np.log(4), -np.sum(p * np.log(p))], rtol=1e-6
+    )
+
+
+def test_samples_follow_the_logits():
+    logits = jnp.log(jnp.array([0.1, 0.6, 0.3]))
+    actions = jax.jit(lambda k: sample_categorical(k, jnp.broadcast_to(logits, (4000, 3))))(
+        jax.random.key(0)
+    )
+    assert actions.dtype == jnp.int32
+    np.testing.assert_allclose(
+        np.bincount(np.asarray(actions), minlength=3) / 4000, [0.1, 0.6, 0.3], atol=0.03
+    )
+
+
+def test_epsilon_greedy_frequencies():
+    q = jnp.broadcast_to(jnp.array([0.0, 5.0, 1.0]), (4000, 3))
+    sample = jax.jit(epsilon_greedy)
+    np.testing.assert_array_equal(sample(jax.random.key(0), q, 0.0), 1)
+    for eps in (0.3, 1.0):
+        actions = np.asarray(sample(jax.random.key(1), q, eps))
+        expected = np.full(3, eps / 3) + np.array([0.0, 1.0 - eps, 0.0])
+        np.testing.assert_allclose(np.bincount(actions, minlength=3) / 4000, expected, atol=0.03)

@@ -1,0 +1,128 @@
+"""Q(lambda): the loss against Peng's Q(lambda) targets computed in numpy."""
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from podracer.agents import QLambdaConfig, QNetwork, make_qlambda
+
+CONFIG = QLambdaConfig(learning_rate=1e-2, gamma=0.9, lambda_=0.7, torso="mlp", hidden_sizes=(8,))
+T, B = 4, 2
+
+
+@pytest.fixture(scope="module")
+def agent(vector_spec):
+    return make_qlambda(vector_spec, CONFIG)
+
+
+@pytest.fixture(scope="module")
+def params(agent):
+    return agent.init(jax.random.key(1))
+
+
+@pytest.fixture(scope="module")
+def loss_and_grad(agent):
+    return jax.jit(jax.value_and_grad(agent.loss, has_aux=True))
+
+
+def peng_targets(ts, q, q_final, gamma, lambda_, ref):
+    """G_t = r_t + discount_t ((1 - l_t) max_a Q(s_t+1, a) + l_t G_t+1); l_t = 0 at episode ends."""
+    b = ref.bookkeeping(ts, np.max(q, -1), np.max(q_final, -1), gamma)
+    targets = np.zeros_like(b["r"])
+    for j in range(targets.shape[1]):
+        g = b["v_boot"][-1, j]
+        for t in reversed(range(targets.shape[0])):
+            lam = 0.0 if b["cut"][t, j] else lambda_
+            g = b["r"][t, j] + b["disc"][t, j] * ((1 - lam) * b["v_boot"][t, j] + lam * g)
+            targets[t, j] = g
+    return targets, b["mask"]
+
+
+@pytest.mark.parametrize("layout", ["jax", "envpool"])
+def test_loss_is_half_mean_squared_error_to_peng_targets(
+    agent, params, loss_and_grad, vector_spec, random_trajectory, ref, layout
+):
+    traj = random_trajectory(vector_spec, T, B, layout=layout)
+    net = QNetwork(vector_spec.num_actions, "mlp", 1, CONFIG.hidden_sizes, CONFIG.activation)
+    ts = traj.timestep
+    q = np.asarray(net.apply(params, ts.observation), np.float64)
+    q_final = (
+        q[1:]
+        if ts.final_observation is None
+        else np.asarray(net.apply(params, ts.final_observation[1:]))
+    )
+    targets, mask = peng_targets(ts, q, q_final, CONFIG.gamma, CONFIG.lambda_, ref)
+    a = np.asarray(traj.action[:-1])
+    q_a = np.take_along_axis(q[:-1], a[..., None], -1)[..., 0]
+    expected = 0.5 * ref.masked_mean(np.square(targets - q_a), mask)
+
+    (loss, metrics), grads = loss_and_grad(params, traj, jax.random.key(0))
+    np.testing.assert_allclose(loss, expected, rtol=1e-5)
+    np.testing.assert_allclose(metrics["losses/value"], expected, rtol=1e-5)
+    np.testing.assert_allclose(metrics["agent/q_mean"], ref.masked_mean(q_a, mask), rtol=1e-5)
+
+    # Semi-gradient: the targets are constants, so the gradient is that of 0.5 (G - Q)^2.
+    g_const = jnp.asarray(targets, jnp.float32)
+
+    def surrogate(p):
+        q_a = jnp.take_along_axis(net.apply(p, ts.observation[:-1]), traj.action[:-1, :, None], -1)[
+            ..., 0
+        ]
+        m = jnp.asarray(mask, jnp.float32)
+        return 0.5 * jnp.sum(m * jnp.square(g_const - q_a)) / jnp.sum(m)
+
+    chex.assert_trees_all_close(grads, jax.grad(surrogate)(params), rtol=1e-4, atol=1e-6)
+
+
+def test_loss_ignores_the_dummy_transition(
+    agent, params, loss_and_grad, vector_spec, random_trajectory
+):
+    traj = random_trajectory(vector_spec, T, B, layout="envpool")
+    # Transition 1 of column 0 is the dummy: its action and the reward it leads to.
+    other = traj._replace(
+        action=traj.action.at[1, 0].set(1 - traj.action[1, 0]),
+        timestep=traj.timestep._replace(reward=traj.timestep.reward.at[2, 0].add(50.0)),
+    )
+    (a, _), _ = loss_and_grad(params, traj, jax.random.key(0))
+    (b, _), _ = loss_and_grad(params, other, jax.random.key(0))
+    np.testing.assert_array_equal(a, b)
+
+
+def test_act_with_zero_epsilon_is_greedy(agent, params, vector_spec):
+    obs = jnp.asarray(np.random.default_rng(3).normal(size=(16, 3)), jnp.float32)
+    net = QNetwork(vector_spec.num_actions, "mlp", 1, CONFIG.hidden_sizes, CONFIG.activation)
+    greedy = np.argmax(net.apply(params, obs), -1)
+    action, extras = agent.act(params, jax.random.key(2), obs)
+    np.testing.assert_array_equal(action, greedy)
+    np.testing.assert_array_equal(agent.greedy_act(params, obs), greedy)
+    assert action.dtype == jnp.int32 and extras == {}
+
+
+def test_update_lowers_the_loss_without_retracing(agent, params, vector_spec, random_trajectory):
+    traj = random_trajectory(vector_spec, T, B)
+    chex.clear_trace_counter()  # sgd_update's `update` is shared by every agent
+    update = jax.jit(chex.assert_max_traces(agent.update, n=1))
+    opt_state = agent.optimizer.init(params)
+    p = params
+    first_loss = None
+    for i in range(5):
+        p, opt_state, metrics = update(p, opt_state, traj, jax.random.key(i))
+        first_loss = metrics["losses/total"] if first_loss is None else first_loss
+    final_loss, _ = agent.loss(p, traj, jax.random.key(0))
+    assert float(final_loss) < 0.9 * float(first_loss)
+    assert np.isfinite(metrics["losses/grad_norm"]) and metrics["losses/grad_norm"] > 0
+
+
+def test_gradients_are_finite_on_uint8_frames(frames_spec, random_trajectory, cheap_init):
+    agent = make_qlambda(frames_spec, QLambdaConfig())  # auto -> nature_cnn
+    params = cheap_init(agent.init, jax.random.key(0))
+    paths = [jax.tree_util.keystr(path) for path, _ in jax.tree.leaves_with_path(params)]
+    assert any("NatureCNN_0" in p and "Conv_2" in p for p in paths)
+    traj = random_trajectory(frames_spec, 2, 2)
+    (loss, _), grads = jax.jit(jax.value_and_grad(agent.loss, has_aux=True))(
+        params, traj, jax.random.key(0)
+    )
+    assert np.isfinite(loss)
+    chex.assert_tree_all_finite(grads)
+    assert float(jax.tree.reduce(lambda a, g: a + jnp.sum(jnp.abs(g)), grads, 0.0)) > 0
