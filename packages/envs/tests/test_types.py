@@ -28,3 +28,16 @@ def test_transition_mask_flags_only_the_dummy_reset_transition():
     )
     np.testing.assert_array_equal(ts.transition_mask, [True, False, True, True])
     np.testing.assert_array_equal(ts.done, terminated)
+
+
+def test_episode_end_mask_defaults_to_done():
+    done = np.array([True, True, False])
+    ts = TimeStep(
+        observation=np.zeros((3, 1)), reward=np.zeros(3), terminated=done,
+        truncated=np.zeros(3, bool), first=np.zeros(3, bool), final_observation=np.zeros((3, 1)),
+        episode_return=np.zeros(3), episode_length=np.zeros(3, np.int32),
+    )  # fmt: skip
+    np.testing.assert_array_equal(ts.episode_end_mask, done)
+    # Under episodic life a lost life is terminated but the game (the episode) goes on.
+    ts = ts._replace(episode_end=np.array([False, True, False]))
+    np.testing.assert_array_equal(ts.episode_end_mask, [False, True, False])

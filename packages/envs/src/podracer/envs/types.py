@@ -15,7 +15,10 @@ Both emit the same `TimeStep`. The conventions every agent relies on:
   resets on the step after an episode ends, ignoring the action. Agents never learn from
   it (`TimeStep.transition_mask`). JaxEnvs reset within the step and emit no dummy.
 * `episode_return` / `episode_length` hold the unclipped statistics of the episode that
-  ended at this step and are only meaningful where `terminated | truncated`.
+  ended at this step and are final where `episode_end_mask` (== `terminated | truncated`,
+  except under Atari's episodic life, where a lost life is `terminated` for learning but
+  the episode, whose statistics are logged, is the whole game). Elsewhere they hold the
+  running statistics of the current episode, this step included.
 """
 
 from __future__ import annotations
@@ -78,10 +81,17 @@ class TimeStep(NamedTuple):
     final_observation: Array  # [..., *obs_shape] last observation of the episode that ended here, else == observation
     episode_return: Array  # [...] float32, unclipped return of the episode that ended here
     episode_length: Array  # [...] int32, length of the episode that ended here
+    # [...] bool, a whole episode ended here (log episode_return/length there); None: == done.
+    episode_end: Array | None = None
 
     @property
     def done(self) -> Array:
         return self.terminated | self.truncated
+
+    @property
+    def episode_end_mask(self) -> Array:
+        """Where `episode_return` / `episode_length` are final and should be logged."""
+        return self.done if self.episode_end is None else self.episode_end
 
     @property
     def transition_mask(self) -> Array:

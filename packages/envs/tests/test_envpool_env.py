@@ -1,0 +1,237 @@
+import warnings
+
+import numpy as np
+import pytest
+
+envpool = pytest.importorskip("envpool")
+
+from podracer.envs import AtariOptions  # noqa: E402
+from podracer.envs import EnvSpec  # noqa: E402
+from podracer.envs import HostEnv  # noqa: E402
+from podracer.envs import TimeStep  # noqa: E402
+from podracer.envs import envpool_timestep  # noqa: E402
+from podracer.envs import init_episode_tracker  # noqa: E402
+from podracer.envs import make_envpool  # noqa: E402
+
+
+def _reference_stats(steps: list[TimeStep], rewards: list[np.ndarray]):
+    """Per-env return/length/first computed with a plain Python loop over envs."""
+    n = steps[0].reward.shape[0]
+    ret, length, prev_done = np.zeros(n), np.zeros(n, int), np.ones(n, bool)
+    out = []
+    for ts, r in zip(steps, rewards, strict=True):
+        first = prev_done.copy()
+        for i in range(n):
+            ret[i] += r[i]
+            length[i] += 0 if first[i] else 1
+        out.append((first, ret.copy(), length.copy()))
+        done = ts.terminated | ts.truncated
+        ret[done], length[done] = 0, 0
+        prev_done = done
+    return out
+
+
+def test_cartpole_sync_shapes_dtypes_and_dummy_transition():
+    env = make_envpool("CartPole-v1", num_envs=3, seed=1, max_episode_steps=5)
+    assert isinstance(env, HostEnv)
+    assert env.spec == EnvSpec("envpool:CartPole-v1", (4,), "float32", 2, 5)
+    ts = env.reset()
+    assert ts.first.all() and not ts.done.any() and ts.observation.shape == (3, 4)
+    steps = [env.step(np.array([0, 1, 0], np.int32)) for _ in range(12)]
+    for ts in steps:
+        assert ts.observation.dtype == np.float32 and ts.observation.shape == (3, 4)
+        assert ts.reward.dtype == np.float32 and ts.reward.shape == (3,)
+        for x in (ts.terminated, ts.truncated, ts.first, ts.episode_end):
+            assert x.dtype == np.bool_ and x.shape == (3,)
+        assert ts.episode_return.dtype == np.float32 and ts.episode_length.dtype == np.int32
+        assert ts.final_observation is ts.observation
+    first = np.stack([ts.first for ts in steps])
+    done = np.stack([ts.done for ts in steps])
+    # Truncated at steps 5 and 11 (index 4 and 10), dummy transitions right after.
+    expected_done = np.zeros((12, 3), bool)
+    expected_done[[4, 10]] = True
+    np.testing.assert_array_equal(done, expected_done)
+    assert np.stack([ts.truncated for ts in steps])[[4, 10]].all()
+    np.testing.assert_array_equal(first, np.roll(expected_done, 1, axis=0))
+    mask = np.stack([ts.transition_mask for ts in steps])
+    np.testing.assert_array_equal(mask, ~first)
+    np.testing.assert_array_equal(steps[4].episode_return, 5.0)
+    np.testing.assert_array_equal(steps[4].episode_length, 5)
+    np.testing.assert_array_equal(steps[5].reward, 0.0)  # the dummy step's reward
+    np.testing.assert_array_equal(steps[6].episode_length, 1)
+    env.close()
+
+
+def test_cartpole_async_env_ids_and_statistics():
+    env = make_envpool("CartPole-v1", num_envs=4, batch_size=2, seed=3)
+    env.async_reset()
+    rng = np.random.default_rng(0)
+    per_env: dict[int, list] = {i: [] for i in range(4)}
+    for _ in range(200):
+        ts, ids = env.recv()
+        assert ids.shape == (2,) and len(set(ids.tolist())) == 2
+        for j, i in enumerate(ids):
+            per_env[int(i)].append(
+                TimeStep(*(x[j : j + 1] for x in ts[:8]), ts.episode_end[j : j + 1])
+            )
+        env.send(rng.integers(0, 2, size=2, dtype=np.int32), ids)
+    ends = 0
+    for steps in per_env.values():
+        assert steps[0].first[0]  # the reset observation
+        reference = _reference_stats(steps, [s.reward for s in steps])
+        for ts, (first, ret, length) in zip(steps, reference, strict=True):
+            np.testing.assert_array_equal(ts.first, first)
+            np.testing.assert_array_equal(ts.episode_return, ret)
+            np.testing.assert_array_equal(ts.episode_length, length)
+            np.testing.assert_array_equal(ts.transition_mask, ~first | ts.done)
+            ends += int(ts.episode_end[0])
+    assert ends >= 4  # random CartPole episodes last ~20 steps
+    env.close()
+
+
+def test_host_path_matches_the_pure_xla_conversion():
+    import jax.numpy as jnp
+
+    env = make_envpool("CartPole-v1", num_envs=2, batch_size=1, seed=5)
+    tracker = init_episode_tracker(2)
+    env.async_reset()
+    # Drive the raw pool and the adapter's conversion side by side on identical outputs.
+    raw = envpool.make("CartPole-v1", env_type="gymnasium", num_envs=2, batch_size=1, seed=5)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*precision lowered.*", category=UserWarning)
+        raw.observation_space  # noqa: B018
+    raw.async_reset()
+    for t in range(60):
+        ts, ids = env.recv()
+        obs, rew, term, trunc, info = raw.recv()
+        jinfo = {k: jnp.asarray(v) for k, v in info.items() if k != "players"}
+        tracker, xts = envpool_timestep(
+            tracker,
+            jnp.asarray(obs),
+            jnp.asarray(rew),
+            jnp.asarray(term),
+            jnp.asarray(trunc),
+            jinfo,
+        )
+        np.testing.assert_array_equal(ids, info["env_id"])
+        for name in ("first", "episode_return", "episode_length", "episode_end", "terminated"):
+            np.testing.assert_array_equal(getattr(ts, name), np.asarray(getattr(xts, name)), name)
+        action = np.array([t % 2], np.int32)
+        env.send(action, ids)
+        raw.send(action, info["env_id"])
+    env.close()
+    raw.close()
+
+
+def test_xla_interface_runs_a_rollout_inside_jit():
+    import jax
+    import jax.numpy as jnp
+
+    env = make_envpool("CartPole-v1", num_envs=2, seed=0, max_episode_steps=4)
+    env.async_reset()
+    handle, recv, send, _ = env.xla()
+
+    def rollout(handle):
+        def body(carry, _):
+            handle, tracker = carry
+            handle, (obs, rew, term, trunc, info) = recv(handle)
+            tracker, ts = envpool_timestep(tracker, obs, rew, term, trunc, info)
+            handle = send(handle, jnp.ones(2, jnp.int32), info["env_id"])
+            return (handle, tracker), (ts.first, ts.done, ts.episode_length)
+
+        carry = (handle, init_episode_tracker(2))
+        return jax.lax.scan(body, carry, length=10)[1]
+
+    first, done, length = jax.device_get(jax.jit(rollout)(handle))
+    # Reset obs, 4 steps (truncated at the 4th), dummy, 4 steps, dummy.
+    np.testing.assert_array_equal(first[:, 0], [1, 0, 0, 0, 0, 1, 0, 0, 0, 0])
+    np.testing.assert_array_equal(done[:, 0], [0, 0, 0, 0, 1, 0, 0, 0, 0, 1])
+    np.testing.assert_array_equal(length[:, 0], [0, 1, 2, 3, 4, 0, 1, 2, 3, 4])
+    env.close()
+
+
+def test_pong_shapes_and_options():
+    options = AtariOptions(reward_clip=True, repeat_action_probability=0.25)
+    env = make_envpool("Pong-v5", num_envs=2, seed=0, atari=options)
+    assert env.spec == EnvSpec("envpool:Pong-v5", (4, 84, 84), "uint8", 6, 27000)
+    assert env.pool.config["repeat_action_probability"] == 0.25
+    ts = env.reset()
+    assert ts.observation.dtype == np.uint8 and ts.observation.shape == (2, 4, 84, 84)
+    for _ in range(3):
+        ts = env.step(np.array([0, 5], np.int32))
+    assert ts.observation.shape == (2, 4, 84, 84) and not ts.first.any()
+    np.testing.assert_array_equal(ts.episode_length, 3)
+    env.close()
+
+
+def test_episode_return_is_unclipped_when_rewards_are_clipped():
+    env = make_envpool("SpaceInvaders-v5", num_envs=1, seed=0, reward_clip=True)
+    env.reset()
+    rng = np.random.default_rng(0)
+    previous, increments = 0.0, []
+    for _ in range(150):
+        ts = env.step(rng.integers(0, env.spec.num_actions, size=1, dtype=np.int32))
+        assert ts.reward[0] in (-1.0, 0.0, 1.0)
+        if not ts.done[0]:
+            increments.append((float(ts.reward[0]), float(ts.episode_return[0]) - previous))
+            previous = float(ts.episode_return[0])
+    scored = [(clipped, raw) for clipped, raw in increments if clipped != 0]
+    assert scored and all(raw >= 5 and clipped == 1 for clipped, raw in scored)
+    env.close()
+
+
+def test_episodic_life_ends_episodes_at_game_over_only():
+    env = make_envpool("Breakout-v5", num_envs=1, seed=1, episodic_life=True, reward_clip=True)
+    env.reset()
+    rng = np.random.default_rng(0)
+    lives_lost = games = real_steps = 0
+    game_return = 0.0
+    for _ in range(400):
+        ts = env.step(rng.integers(0, 4, size=1, dtype=np.int32))
+        if ts.transition_mask[0]:
+            real_steps += 1
+            game_return += float(ts.reward[0])  # Breakout's first rows score 1: clip == raw
+        else:
+            assert ts.reward[0] == 0 and ts.first[0]
+        if ts.terminated[0] and not ts.episode_end[0]:
+            lives_lost += 1
+            assert ts.episode_length[0] == real_steps  # running, the game goes on
+        if ts.episode_end[0]:
+            games += 1
+            assert ts.episode_length[0] == real_steps and ts.episode_return[0] == game_return
+            real_steps, game_return = 0, 0.0
+    assert games >= 1 and lives_lost >= 4
+    env.close()
+
+
+def test_errors_name_the_argument_and_allowed_values():
+    with pytest.raises(ValueError, match="num_envs must be an integer >= 1, got 0"):
+        make_envpool("CartPole-v1", num_envs=0)
+    with pytest.raises(ValueError, match=r"batch_size must be an integer in 1..num_envs=2, got 3"):
+        make_envpool("CartPole-v1", num_envs=2, batch_size=3)
+    with pytest.raises(ValueError, match=r"close matches: \['CartPole-v1'"):
+        make_envpool("CartPol-v1", num_envs=2)
+    with pytest.raises(ValueError, match="no options.*frame_skip"):
+        make_envpool("CartPole-v1", num_envs=2, atari=AtariOptions())
+    env = make_envpool("CartPole-v1", num_envs=2)
+    env.reset()
+    with pytest.raises(
+        ValueError, match=r"actions must be in 0..1 \(num_actions=2\), got values in 0..2"
+    ):
+        env.step(np.array([0, 2], np.int32))
+    with pytest.raises(ValueError, match=r"actions must be in 0..1"):
+        env.step(np.array([-1, 0], np.int64))
+    with pytest.raises(ValueError, match=r"actions must have shape \(2,\), got \(3,\)"):
+        env.step(np.zeros(3, np.int32))
+    with pytest.raises(ValueError, match="actions must be integers in 0..1, got dtype float32"):
+        env.step(np.zeros(2, np.float32))
+    np.testing.assert_array_equal(env.step([1, 1]).first, False)  # lists of ints are fine
+    env.close()
+    env = make_envpool("CartPole-v1", num_envs=2, batch_size=1)
+    with pytest.raises(RuntimeError, match="batch_size == num_envs"):
+        env.reset()
+    env.async_reset()
+    _, ids = env.recv()
+    with pytest.raises(ValueError, match=r"env_ids must be in 0..1"):
+        env.send(np.zeros(1, np.int32), np.array([2]))
+    env.close()

@@ -1,0 +1,99 @@
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+gymnax = pytest.importorskip("gymnax")
+
+from podracer.envs import EnvSpec  # noqa: E402
+from podracer.envs import make_gymnax  # noqa: E402
+
+NUM_ENVS = 4
+NUM_STEPS = 30
+
+
+@functools.cache  # one compile per env for the whole module
+def _rollouts(name, max_steps=None):
+    """Our adapter and raw gymnax, batched, from the same keys and actions."""
+    ours = make_gymnax(name, **({} if max_steps is None else {"max_steps_in_episode": max_steps}))
+    env, params = ours.env, ours.params
+
+    def rollout(key):
+        k_reset, k_run = jax.random.split(key)
+        reset_keys = jax.random.split(k_reset, NUM_ENVS)
+        state, _ = jax.vmap(ours.reset)(reset_keys)
+        raw_obs, raw_state = jax.vmap(lambda k: env.reset(k, params))(reset_keys)
+
+        def body(carry, key):
+            state, raw_state = carry
+            k_act, k_step = jax.random.split(key)
+            actions = jax.random.randint(k_act, (NUM_ENVS,), 0, ours.spec.num_actions)
+            keys = jax.random.split(k_step, NUM_ENVS)
+            state, ts = jax.vmap(ours.step)(state, actions, keys)
+            raw = jax.vmap(lambda k, s, a: env.step(k, s, a, params))(keys, raw_state, actions)
+            obs, raw_state, reward, terminated, truncated, info = raw
+            return (state, raw_state), (ts, (obs, reward, terminated, truncated, info))
+
+        _, out = jax.lax.scan(body, (state, raw_state), jax.random.split(k_run, NUM_STEPS))
+        return out
+
+    return ours, jax.device_get(jax.jit(rollout)(jax.random.key(0)))
+
+
+@pytest.mark.parametrize(("name", "max_steps"), [("CartPole-v1", 7), ("Catch-bsuite", None)])
+def test_parity_with_gymnax(name, max_steps):
+    ours, (ts, (obs, reward, terminated, truncated, info)) = _rollouts(name, max_steps)
+    shape = (NUM_STEPS, NUM_ENVS, *ours.spec.observation_shape)
+    assert ts.observation.dtype == np.float32 and ts.observation.shape == shape
+    np.testing.assert_array_equal(ts.observation, obs.astype(np.float32))
+    np.testing.assert_array_equal(
+        ts.final_observation, info["final_observation"].astype(np.float32)
+    )
+    np.testing.assert_array_equal(ts.reward, reward)
+    np.testing.assert_array_equal(ts.terminated, terminated)
+    np.testing.assert_array_equal(ts.truncated, truncated)
+    np.testing.assert_array_equal(ts.first, terminated | truncated)
+    assert (terminated | truncated).any()  # the rollout crosses episode ends
+    # Episode statistics from the raw rewards, env by env.
+    for i in range(NUM_ENVS):
+        ret = length = 0
+        for t in range(NUM_STEPS):
+            ret, length = ret + reward[t, i], length + 1
+            assert ts.episode_return[t, i] == pytest.approx(ret, abs=1e-5)
+            assert ts.episode_length[t, i] == length
+            if terminated[t, i] or truncated[t, i]:
+                ret = length = 0
+
+
+def test_truncation_at_max_steps_in_episode():
+    ours, (ts, _) = _rollouts("CartPole-v1", 7)
+    assert ours.spec.max_episode_steps == 7
+    done = ts.terminated | ts.truncated
+    assert ts.truncated[6].all() and not ts.terminated[6].any()  # random play survives 7 steps
+    assert not done[:6].any()
+    np.testing.assert_array_equal(ts.episode_length[6], 7)
+    np.testing.assert_array_equal(ts.episode_return[6], 7.0)
+    np.testing.assert_array_equal(ts.episode_end, done)
+    # Auto-reset: the next observation starts an episode, the final one ended it.
+    assert ts.first[6].all() and ts.transition_mask[6].all()
+    assert not np.array_equal(ts.observation[6], ts.final_observation[6])
+    np.testing.assert_array_equal(ts.observation[5], ts.final_observation[5])
+    np.testing.assert_array_equal(ts.episode_length[7], 1)
+
+
+def test_spec_and_observation_dtype_of_minatar():
+    env = make_gymnax("Breakout-MinAtar")
+    assert env.spec == EnvSpec("gymnax:Breakout-MinAtar", (10, 10, 4), "float32", 3, 1000)
+    _, ts = jax.jit(env.reset)(jax.random.key(0))
+    assert ts.observation.dtype == jnp.float32 and bool(ts.first)
+
+
+def test_errors_name_the_env_and_allowed_values():
+    with pytest.raises(ValueError, match="Pendulum-v1.*continuous"):
+        make_gymnax("Pendulum-v1")
+    with pytest.raises(ValueError, match="max_steps_in_episode"):
+        make_gymnax("CartPole-v1", max_steps=3)
+    with pytest.raises(ValueError, match="unknown gymnax environment 'Nope'"):
+        make_gymnax("Nope")
