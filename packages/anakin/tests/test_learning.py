@@ -1,0 +1,35 @@
+"""Learning tests: Anakin's agents solve Catch and CartPole on tiny configs."""
+
+import pytest
+
+from podracer.agents import ImpalaConfig, PPOConfig
+from podracer.anakin import AnakinConfig, final_return, train
+
+pytestmark = pytest.mark.slow
+
+
+def test_default_demo_config_learns_catch():
+    result = train(AnakinConfig(progress=False))
+    assert final_return(result, last=2) > 0.9
+
+
+@pytest.mark.parametrize(
+    "agent, overrides",
+    [
+        ("ppo", dict(ppo=PPOConfig(learning_rate=1e-3, anneal_lr=False))),
+        ("impala", dict(impala=ImpalaConfig(learning_rate=2e-3))),
+    ],
+)
+def test_actor_critic_agents_learn_catch(agent, overrides):
+    config = AnakinConfig(agent=agent, total_env_steps=400_000, progress=False, **overrides)
+    assert final_return(train(config), last=2) > 0.9
+
+
+def test_ppo_solves_cartpole_at_purejaxrl_settings():
+    # PureJaxRL's CartPole PPO: 4 envs x 128 steps, 4 epochs x 4 minibatches, 5e5 steps.
+    config = AnakinConfig(
+        env="gymnax:CartPole-v1", agent="ppo", num_envs=4, rollout_length=128,
+        updates_per_chunk=100, total_env_steps=500_000, progress=False,
+    )
+    result = train(config)
+    assert final_return(result, last=2) >= 475

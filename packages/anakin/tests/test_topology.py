@@ -1,0 +1,36 @@
+"""The same global config learns the same on 1, 2 and 4 devices (fake CPU devices)."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+SCRIPT = textwrap.dedent(
+    """
+    import jax, numpy as np
+    from podracer.anakin import AnakinConfig, train
+    assert len(jax.devices()) == 4
+    for agent, T in (("qlambda", 4), ("ppo", 8)):
+        runs = {}
+        for n in (1, 2, 4):
+            config = AnakinConfig(agent=agent, num_envs=8, rollout_length=T, updates_per_chunk=5,
+                                  total_env_steps=2 * 5 * 8 * T, num_devices=n, progress=False)
+            result = train(config)
+            runs[n] = (jax.device_get(result.state.train.params), result.history)
+        for n in (2, 4):
+            jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5),
+                         runs[1][0], runs[n][0])
+            for h1, hn in zip(runs[1][1], runs[n][1]):
+                assert h1["charts/episodic_return"] == hn["charts/episodic_return"] or (
+                    np.isnan(h1["charts/episodic_return"]) and np.isnan(hn["charts/episodic_return"]))
+                np.testing.assert_allclose(h1["losses/total"], hn["losses/total"], rtol=1e-3, atol=1e-5)
+    print("TOPOLOGY-OK")
+    """
+)
+
+
+def test_same_run_on_1_2_4_devices():
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+    out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert "TOPOLOGY-OK" in out.stdout
