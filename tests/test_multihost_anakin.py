@@ -62,3 +62,50 @@ def test_two_processes_match_one_process(tmp_path):
     run = tmp_path / "runs" / "mh"
     assert sorted(os.listdir(run / "checkpoints")) == ["1", "2"]
     assert len((run / "metrics.jsonl").read_text().splitlines()) == 2
+
+
+FAULT_SCRIPT = textwrap.dedent(
+    """
+    import os, signal, sys, threading, time, json, jax, numpy as np
+    from podracer.anakin import AnakinConfig, train
+    from podracer.agents import DistributedConfig, initialize_distributed
+    root, resume, kill = sys.argv[1], sys.argv[2] == "resume", sys.argv[3] == "kill"
+    config = AnakinConfig(num_envs=8, rollout_length=4, updates_per_chunk=5, total_env_steps=4 * 160,
+                          progress=False, tensorboard=False, run_name="fault", runs_root=root,
+                          checkpoint_every_chunks=1, resume=resume,
+                          cluster=DistributedConfig(distributed=True, heartbeat_timeout=10))
+    initialize_distributed(config.cluster)  # before jax.process_index() starts a backend
+    if kill and jax.process_index() == 1:
+        def die():  # process 1 dies without warning once the second checkpoint exists
+            while not os.path.exists(os.path.join(root, "fault", "checkpoints", "2")):
+                time.sleep(0.05)
+            os.kill(os.getpid(), signal.SIGKILL)
+        threading.Thread(target=die, daemon=True).start()
+    result = train(config)
+    params = [np.asarray(x).tolist() for x in jax.tree.leaves(jax.device_get(result.state.train.params))]
+    print("RESULT " + json.dumps({"process": jax.process_index(), "devices": len(jax.devices()),
+          "params": params, "losses": [h["losses/total"] for h in result.history]}))
+    """
+)
+
+
+@pytest.mark.slow
+def test_killed_process_stops_the_run_and_resume_continues(tmp_path):
+    script = tmp_path / "fault.py"
+    script.write_text(FAULT_SCRIPT)
+    launch = lambda *args: subprocess.run(
+        [sys.executable, "-m", "podracer.agents.launch", "-n", "2", "-d", "1", "--timeout", "300", "--",
+         sys.executable, str(script), str(tmp_path / "runs"), *args],
+        capture_output=True, text=True, timeout=400,
+    )
+    killed = launch("fresh", "kill")
+    assert killed.returncode != 0
+    assert "stopping the others" in killed.stdout
+    checkpoints = os.listdir(tmp_path / "runs" / "fault" / "checkpoints")
+    assert "2" in checkpoints and "4" not in checkpoints
+    resumed = launch("resume", "live")
+    assert resumed.returncode == 0, resumed.stdout[-3000:]
+    results = _results(resumed.stdout)
+    assert sorted(r["process"] for r in results) == [0, 1]
+    lines = (tmp_path / "runs" / "fault" / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(x)["env_steps"] for x in lines] == [160, 320, 480, 640]
