@@ -9,6 +9,9 @@ from podracer.agents.distributed import is_main_process
 from podracer.agents.distributed import shutdown as shutdown_distributed
 from podracer.agents.impala import ImpalaConfig
 from podracer.agents.impala import make_impala
+from podracer.agents.muzero import MuZeroConfig
+from podracer.agents.muzero import make_muzero
+from podracer.agents.muzero_networks import MuZeroNetwork
 from podracer.agents.networks import ActorCritic
 from podracer.agents.networks import ImpalaResNet
 from podracer.agents.networks import MLP

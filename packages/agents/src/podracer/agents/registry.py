@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from podracer.agents.impala import ImpalaConfig, make_impala
+from podracer.agents.muzero import MuZeroConfig, make_muzero
 from podracer.agents.ppo import PPOConfig, make_ppo
 from podracer.agents.qlambda import QLambdaConfig, make_qlambda
 from podracer.agents.types import Agent
@@ -17,6 +18,7 @@ AGENTS: dict[str, tuple[type, Callable[..., Agent]]] = {
     "qlambda": (QLambdaConfig, make_qlambda),
     "impala": (ImpalaConfig, make_impala),
     "ppo": (PPOConfig, make_ppo),
+    "muzero": (MuZeroConfig, make_muzero),
 }
 
 

@@ -1,0 +1,263 @@
+"""MuZero (Schrittwieser et al., 2020) with Gumbel search (Danihelka et al., 2022).
+
+Acting runs `podracer.search.search` on every step; `extras` carry the search policy
+`"policy"` `[B, A]` and the search value `"root_value"` `[B]`. Learning, on each
+trajectory `[T+1, B]` as it arrives (Anakin uses every trajectory once, so the search
+values are those of the current parameters; no target network is needed):
+
+* from every position t in [0, T), represent `observation[t]` and unroll the dynamics
+  K steps with the actions actually taken, `action[t..t+K-1]`;
+* unroll step k predicts, for state t+k, the search policy `policy[t+k]` and the n-step
+  return from t+k bootstrapped from `root_value[t+k+n]` (the horizon shrinks at the
+  trajectory's end; the last state's target is its own search value), and the reward of
+  transition t+k;
+* episode ends follow `returns.boundaries`: a return stops at any episode end; a
+  termination bootstraps nothing, a truncation bootstraps the network's value of
+  `final_observation` (JaxEnv same-step resets; with envpool's layout the truncated
+  step's own search value). Past a termination the unrolled state is absorbing: value
+  and reward targets 0, no policy loss. Past a truncation, or past the trajectory's end,
+  nothing is learned. Positions whose transition is envpool's dummy reset learn nothing.
+
+Losses are cross-entropies: to two-hot encodings of the (h-scaled) value and reward
+targets on their `DiscreteSupport`s, and to the search policy. Unrolled steps are
+weighted 1/K and the gradient through each dynamics step is halved (MuZero, appendix G).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from podracer.agents import returns
+from podracer.agents.config import check_choice, check_positive, check_range, fail
+from podracer.agents.muzero_networks import MuZeroNetwork, make_model, scale_gradient
+from podracer.agents.policy import categorical_entropy
+from podracer.agents.types import Agent, Trajectory, make_optimizer, masked_mean, sgd_update
+from podracer.envs import EnvSpec
+from podracer.search import DiscreteSupport, SearchConfig, search
+
+MUZERO_TORSOS = ("auto", "mlp", "impala_resnet")
+
+
+@dataclasses.dataclass(frozen=True)
+class MuZeroConfig:
+    learning_rate: float = 3e-3
+    gamma: float = 0.99
+    num_unroll_steps: int = 5  # K
+    td_steps: int = 10  # n of the n-step value targets
+    search: SearchConfig = SearchConfig(num_simulations=16)
+    # Scaled supports (h(x) space): |value| up to ~110, |reward| up to ~35.
+    value_support: DiscreteSupport = DiscreteSupport(-10.0, 10.0, 51, scaled=True)
+    reward_support: DiscreteSupport = DiscreteSupport(-5.0, 5.0, 21, scaled=True)
+    torso: str = "auto"  # auto (mlp for vectors, impala_resnet for uint8 frames) | mlp | impala_resnet
+    torso_hidden_sizes: tuple[int, ...] = (64,)  # mlp torso only
+    latent_size: int = 64
+    hidden_sizes: tuple[int, ...] = (64,)  # dynamics and prediction MLPs
+    value_cost: float = 0.5
+    reward_cost: float = 1.0
+    policy_cost: float = 1.0
+    max_grad_norm: float | None = 10.0
+    # Acting: a uniformly random action with this probability (the search policy target is
+    # unchanged). Keeps the model seeing every action where the search policy is sharp.
+    exploration_epsilon: float = 0.0
+
+    def __post_init__(self):
+        check_positive(self, "learning_rate", "num_unroll_steps", "td_steps", "latent_size")
+        check_range(self, "gamma", 0.0, 1.0)
+        check_range(self, "exploration_epsilon", 0.0, 1.0)
+        for name in ("num_unroll_steps", "td_steps", "latent_size"):
+            if not isinstance(getattr(self, name), int):
+                fail(self, name, "an int")
+        for name in ("value_cost", "reward_cost", "policy_cost"):
+            check_range(self, name, 0.0, float("inf"))
+        check_choice(self, "torso", MUZERO_TORSOS)
+        if not isinstance(self.search, SearchConfig):
+            fail(self, "search", "a podracer.search.SearchConfig")
+        for name in ("value_support", "reward_support"):
+            if not isinstance(getattr(self, name), DiscreteSupport):
+                fail(self, name, "a podracer.search.DiscreteSupport")
+        for name in ("torso_hidden_sizes", "hidden_sizes"):
+            sizes = getattr(self, name)
+            if not isinstance(sizes, tuple) or not all(isinstance(s, int) and s > 0 for s in sizes):
+                fail(self, name, "a tuple of positive ints")
+
+
+def resolve_muzero_torso(kind: str, spec: EnvSpec) -> str:
+    """`auto`: the IMPALA ResNet for uint8 frames `[C, H, W]`, an MLP otherwise."""
+    if kind != "auto":
+        return kind
+    is_frames = spec.observation_dtype == "uint8" and len(spec.observation_shape) == 3
+    return "impala_resnet" if is_frames else "mlp"
+
+
+def n_step_returns(
+    r_t: chex.Array, discount_t: chex.Array, cut_t: chex.Array, v_t: chex.Array, n: int
+) -> chex.Array:
+    """n-step returns `[T, B]` for transitions t, cut at episode ends and at the end.
+
+    G_t = r_t + discount_t v_t                 if n == 1, cut_t or t == T-1,
+    G_t = r_t + discount_t G^(n-1)_{t+1}       otherwise,
+    with `v_t` the value of the state transition t leads to (`returns.bootstrap_values`).
+    """
+    chex.assert_rank([r_t, discount_t, cut_t, v_t], 2)
+    chex.assert_equal_shape([r_t, discount_t, cut_t, v_t])
+    g = r_t + discount_t * v_t
+    for _ in range(n - 1):  # n is small and static
+        g_next = jnp.concatenate([g[1:], v_t[-1:]], axis=0)
+        g = r_t + discount_t * jnp.where(cut_t, v_t, g_next)
+    return g
+
+
+class UnrollTargets(NamedTuple):
+    """Targets of a K-step unroll from every position t; index [k, t, b]."""
+
+    action: chex.Array  # [K, T, B] int32, action taken at t+k (arbitrary where masked)
+    policy: chex.Array  # [K+1, T, B, A] search policy at t+k
+    policy_mask: chex.Array  # [K+1, T, B] bool
+    value: chex.Array  # [K+1, T, B] n-step return from t+k (0 past a termination)
+    value_mask: chex.Array  # [K+1, T, B] bool
+    reward: chex.Array  # [K, T, B] reward of transition t+k (0 past a termination)
+    reward_mask: chex.Array  # [K, T, B] bool
+
+
+def _window(x: chex.Array, start: int, length: int, fill) -> chex.Array:
+    """`x[start:start+length]` along axis 0, padded with `fill` past the end of `x`."""
+    y = x[start : start + length]
+    pad = length - y.shape[0]
+    if pad > 0:
+        y = jnp.concatenate([y, jnp.full((pad, *y.shape[1:]), fill, y.dtype)], axis=0)
+    return y
+
+
+def unroll_targets(
+    trajectory: Trajectory, value_target: chex.Array, bounds: returns.Boundaries, num_unroll_steps: int
+) -> UnrollTargets:
+    """Gathers the targets of every unroll step from every position (see module doc).
+
+    `value_target` `[T+1, B]`: the n-step return of each state; the last row (state T) is
+    its search value.
+    """
+    num_steps = bounds.reward.shape[0]
+    chex.assert_shape(value_target, (num_steps + 1, *bounds.reward.shape[1:]))
+    policy = trajectory.extras["policy"]  # [T+1, B, A]
+    terminated = trajectory.timestep.terminated[1:]  # [T, B] transition t terminates
+    in_episode = jnp.ones_like(bounds.cut)  # no episode end in transitions t..t+k-1
+    after_termination = jnp.zeros_like(bounds.cut)  # the episode of t terminated before t+k
+    uniform = 1.0 / policy.shape[-1]
+    out = {k: [] for k in UnrollTargets._fields}
+    for k in range(num_unroll_steps + 1):  # K is small and static
+        absorbing = after_termination  # implies ~in_episode
+        out["policy"].append(_window(policy, k, num_steps, uniform))
+        out["policy_mask"].append(bounds.mask & in_episode)
+        out["value"].append(jnp.where(in_episode, _window(value_target, k, num_steps, 0.0), 0.0))
+        out["value_mask"].append(bounds.mask & (in_episode | absorbing))
+        if k == num_unroll_steps:
+            break
+        has_transition = _window(jnp.ones_like(bounds.cut), k, num_steps, False)
+        out["action"].append(_window(trajectory.action, k, num_steps, 0))
+        out["reward"].append(jnp.where(in_episode, _window(bounds.reward, k, num_steps, 0.0), 0.0))
+        out["reward_mask"].append(bounds.mask & ((in_episode & has_transition) | absorbing))
+        ends = in_episode & _window(terminated, k, num_steps, False)
+        after_termination = after_termination | ends
+        in_episode = in_episode & ~_window(bounds.cut, k, num_steps, True)
+    return UnrollTargets(**{k: jnp.stack(v) for k, v in out.items()})
+
+
+def _cross_entropy(target_probs: chex.Array, logits: chex.Array) -> chex.Array:
+    return -jnp.sum(target_probs * jax.nn.log_softmax(logits, axis=-1), axis=-1)
+
+
+def make_muzero(spec: EnvSpec, config: MuZeroConfig = MuZeroConfig(), total_updates: int | None = None) -> Agent:
+    del total_updates  # constant learning rate
+    net = MuZeroNetwork(
+        num_actions=spec.num_actions,
+        torso=resolve_muzero_torso(config.torso, spec),
+        observation_ndim=len(spec.observation_shape),
+        latent_size=config.latent_size,
+        torso_hidden_sizes=config.torso_hidden_sizes,
+        hidden_sizes=config.hidden_sizes,
+        value_bins=config.value_support.num_bins,
+        reward_bins=config.reward_support.num_bins,
+    )
+    model = make_model(net, config.value_support, config.reward_support, config.gamma)
+    optimizer = make_optimizer(config.learning_rate, config.max_grad_norm)
+    num_unroll = config.num_unroll_steps
+    if config.search.policy == "gumbel":
+        greedy_search = dataclasses.replace(config.search, gumbel_scale=0.0)
+    else:
+        greedy_search = dataclasses.replace(config.search, dirichlet_fraction=0.0, temperature=0.0)
+
+    def init(key):
+        obs = jnp.zeros((1, *spec.observation_shape), spec.observation_dtype)
+        return net.init(key, obs, jnp.zeros((1,), jnp.int32))
+
+    def act(params, key, observation):
+        search_key, explore_key, action_key = jax.random.split(key, 3)
+        out = search(params, search_key, model, observation, config.search)
+        action = out.action
+        if config.exploration_epsilon > 0:
+            explore = jax.random.uniform(explore_key, action.shape) < config.exploration_epsilon
+            uniform = jax.random.randint(action_key, action.shape, 0, spec.num_actions, jnp.int32)
+            action = jnp.where(explore, uniform, action)
+        return action, {"policy": out.action_weights, "root_value": out.root_value}
+
+    def greedy_act(params, observation):
+        # Deterministic search (no Gumbel noise / root noise): the key is unused.
+        return search(params, jax.random.PRNGKey(0), model, observation, greedy_search).action
+
+    def loss(params, trajectory: Trajectory, key: chex.PRNGKey):
+        del key
+        ts = trajectory.timestep
+        bounds = returns.boundaries(ts, config.gamma)
+        root_value = trajectory.extras["root_value"]  # [T+1, B]
+        final_v = None
+        if spec.can_truncate and ts.final_observation is not None:
+            final_v = model.prediction(params, model.representation(params, ts.final_observation[1:])).value
+        v_t = jax.lax.stop_gradient(returns.bootstrap_values(root_value, final_v, ts))
+        g = n_step_returns(bounds.reward, bounds.discount, bounds.cut, v_t, config.td_steps)
+        g = jnp.concatenate([g, root_value[-1:]], axis=0)  # state T: its own search value
+        targets = jax.lax.stop_gradient(unroll_targets(trajectory, g, bounds, num_unroll))
+
+        latent = net.apply(params, ts.observation[:-1], method=MuZeroNetwork.represent)
+        value_ce, policy_ce, reward_ce = [], [], []
+        for k in range(num_unroll + 1):  # K is small and static
+            policy_logits, value_logits = net.apply(params, latent, method=MuZeroNetwork.predict)
+            value_ce.append(_cross_entropy(config.value_support.scalar_to_probs(targets.value[k]), value_logits))
+            policy_ce.append(_cross_entropy(targets.policy[k], policy_logits))
+            if k == num_unroll:
+                break
+            reward_logits, latent = net.apply(params, latent, targets.action[k], method=MuZeroNetwork.dynamics)
+            reward_ce.append(_cross_entropy(config.reward_support.scalar_to_probs(targets.reward[k]), reward_logits))
+            latent = scale_gradient(latent, 0.5)
+
+        # Sum over unroll steps (step 0 weight 1, unrolled steps 1/K), mean over positions.
+        count = jnp.maximum(jnp.sum(bounds.mask.astype(jnp.float32)), 1.0)
+        step_weight = jnp.array([1.0] + [1.0 / num_unroll] * num_unroll)[:, None, None]
+
+        def weighted(ce, mask, weight):
+            return jnp.sum(jnp.stack(ce) * mask.astype(jnp.float32) * weight) / count
+
+        value_loss = weighted(value_ce, targets.value_mask, step_weight)
+        policy_loss = weighted(policy_ce, targets.policy_mask, step_weight)
+        reward_loss = weighted(reward_ce, targets.reward_mask, 1.0 / num_unroll)
+        total = config.value_cost * value_loss + config.policy_cost * policy_loss + config.reward_cost * reward_loss
+        metrics = {
+            "losses/value": value_loss,
+            "losses/policy": policy_loss,
+            "losses/reward": reward_loss,
+            "agent/root_value_mean": masked_mean(root_value[:-1], bounds.mask),
+            "agent/value_target_mean": masked_mean(g[:-1], bounds.mask),
+            "agent/search_policy_entropy": masked_mean(
+                categorical_entropy(jnp.log(jnp.maximum(trajectory.extras["policy"][:-1], 1e-30))), bounds.mask
+            ),
+        }
+        return total, metrics
+
+    return Agent(
+        name="muzero", spec=spec, config=config, init=init, act=act, greedy_act=greedy_act,
+        loss=loss, optimizer=optimizer, update=sgd_update(loss, optimizer),
+    )

@@ -1,0 +1,107 @@
+"""MuZero's three networks in one flax module, and their glue to `podracer.search`.
+
+* representation: observation -> latent `[..., L]` (MLP torso for vectors, the IMPALA
+  ResNet for frames), min-max normalised to [0, 1] per example (MuZero appendix G);
+* dynamics: (latent, one-hot action) -> (reward logits `[..., R]`, next latent `[..., L]`);
+* prediction: latent -> (policy logits `[..., A]`, value logits `[..., V]`).
+
+Values and rewards are categorical over a `DiscreteSupport`; `make_model` decodes them to
+scalars for search. Latents are flat vectors even for frames: the ResNet torso ends in a
+dense layer, which keeps dynamics an MLP (simpler than MuZero's spatial latents, and
+enough for the small frame tasks this package targets).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from podracer.agents.networks import MLP, Torso
+from podracer.search import DiscreteSupport, DynamicsOutput, MuZeroModel, PredictionOutput
+
+
+def normalize_latent(x: jax.Array) -> jax.Array:
+    """Min-max scales each latent `[..., L]` to [0, 1] (MuZero, appendix G)."""
+    low = jnp.min(x, axis=-1, keepdims=True)
+    high = jnp.max(x, axis=-1, keepdims=True)
+    return (x - low) / jnp.maximum(high - low, 1e-8)
+
+
+def scale_gradient(x: jax.Array, scale: float) -> jax.Array:
+    """Identity forward; multiplies the gradient by `scale` (MuZero: 0.5 per dynamics step)."""
+    return x * scale + jax.lax.stop_gradient(x) * (1.0 - scale)
+
+
+class MuZeroNetwork(nn.Module):
+    """Representation, dynamics and prediction; call a method with `apply(..., method=)`."""
+
+    num_actions: int
+    torso: str  # "mlp" or "impala_resnet" (resolved, not "auto")
+    observation_ndim: int
+    latent_size: int = 64
+    torso_hidden_sizes: Sequence[int] = (64,)
+    hidden_sizes: Sequence[int] = (64,)  # dynamics and prediction MLPs
+    value_bins: int = 51
+    reward_bins: int = 21
+
+    def setup(self):
+        self.encoder = Torso(self.torso, self.observation_ndim, self.torso_hidden_sizes, "relu")
+        self.encoder_out = nn.Dense(self.latent_size)
+        self.dynamics_mlp = MLP(self.hidden_sizes, "relu")
+        self.dynamics_out = nn.Dense(self.latent_size)
+        # Zero heads: a uniform prior and value/reward decoding to the support's middle.
+        zeros = nn.initializers.zeros_init()
+        self.reward_head = nn.Dense(self.reward_bins, kernel_init=zeros)
+        self.prediction_mlp = MLP(self.hidden_sizes, "relu")
+        self.policy_head = nn.Dense(self.num_actions, kernel_init=zeros)
+        self.value_head = nn.Dense(self.value_bins, kernel_init=zeros)
+
+    def __call__(self, observation: jax.Array, action: jax.Array):
+        """Touches every layer (for `init`): one representation, prediction, dynamics."""
+        latent = self.represent(observation)
+        return self.predict(latent), self.dynamics(latent, action)
+
+    def represent(self, observation: jax.Array) -> jax.Array:
+        """`[..., *obs_shape]` -> latent `[..., L]`."""
+        return normalize_latent(self.encoder_out(self.encoder(observation)))
+
+    def dynamics(self, latent: jax.Array, action: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """(latent `[..., L]`, action `[...]`) -> (reward logits `[..., R]`, next latent `[..., L]`)."""
+        one_hot = jax.nn.one_hot(action, self.num_actions, dtype=latent.dtype)
+        h = self.dynamics_mlp(jnp.concatenate([latent, one_hot], axis=-1))
+        return self.reward_head(h), normalize_latent(self.dynamics_out(h))
+
+    def predict(self, latent: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """latent `[..., L]` -> (policy logits `[..., A]`, value logits `[..., V]`)."""
+        h = self.prediction_mlp(latent)
+        return self.policy_head(h), self.value_head(h)
+
+
+def make_model(
+    net: MuZeroNetwork,
+    value_support: DiscreteSupport,
+    reward_support: DiscreteSupport,
+    gamma: float,
+) -> MuZeroModel:
+    """The `podracer.search.MuZeroModel` of `net`: categorical heads decoded to scalars.
+
+    The model's discount is always `gamma`: terminal states are represented only through
+    learned values and rewards (0 past a termination), as in MuZero.
+    """
+
+    def representation(params, observation):
+        return net.apply(params, observation, method=MuZeroNetwork.represent)
+
+    def dynamics(params, latent, action):
+        reward_logits, next_latent = net.apply(params, latent, action, method=MuZeroNetwork.dynamics)
+        reward = reward_support.logits_to_scalar(reward_logits)
+        return DynamicsOutput(reward, jnp.full_like(reward, gamma), next_latent)
+
+    def prediction(params, latent):
+        logits, value_logits = net.apply(params, latent, method=MuZeroNetwork.predict)
+        return PredictionOutput(logits, value_support.logits_to_scalar(value_logits))
+
+    return MuZeroModel(representation, dynamics, prediction)

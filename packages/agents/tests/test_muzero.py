@@ -1,0 +1,284 @@
+"""MuZero: n-step and unroll targets against plain loops, acting, gradients, config, learning."""
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from podracer.agents import MuZeroConfig, Trajectory, boundaries, bootstrap_values, make_agent, make_muzero
+from podracer.agents.muzero import n_step_returns, unroll_targets
+from podracer.agents.muzero_networks import MuZeroNetwork, make_model, normalize_latent, scale_gradient
+from podracer.envs import EnvSpec
+from podracer.search import DiscreteSupport, SearchConfig
+
+SMALL = MuZeroConfig(
+    num_unroll_steps=3,
+    td_steps=3,
+    gamma=0.9,
+    search=SearchConfig(num_simulations=4),
+    value_support=DiscreteSupport(-3.0, 3.0, 13, scaled=True),
+    reward_support=DiscreteSupport(-2.0, 2.0, 9, scaled=True),
+    torso_hidden_sizes=(8,),
+    latent_size=8,
+    hidden_sizes=(8,),
+)
+T, B, A = 8, 2, 2
+
+
+def envpool_trajectory(make_timestep, seed=0):
+    """`[T+1, B]`, envpool's next-step resets; column 0 has every kind of boundary.
+
+    Column 0: terminates at step 2 (dummy transition 2 -> 3), truncated at step 6 (dummy
+    6 -> 7). Column 1: one long episode.
+    """
+    rng = np.random.default_rng(seed)
+    shape = (T + 1, B)
+    terminated = np.zeros(shape, bool)
+    truncated = np.zeros(shape, bool)
+    first = np.zeros(shape, bool)
+    terminated[2, 0] = truncated[6, 0] = True
+    first[0] = first[3, 0] = first[7, 0] = True
+    ts = make_timestep(
+        rng.normal(size=shape), terminated, truncated, first, final_observation=None, seed=seed
+    )
+    policy = rng.uniform(0.1, 1.0, size=shape + (A,))
+    extras = {
+        "policy": jnp.asarray(policy / policy.sum(-1, keepdims=True), jnp.float32),
+        "root_value": jnp.asarray(rng.normal(size=shape), jnp.float32),
+    }
+    action = jnp.asarray(rng.integers(0, A, size=shape), jnp.int32)
+    return Trajectory(ts, action, extras)
+
+
+def ref_n_step(b, n):
+    """G_t as an explicit discounted sum of at most n rewards plus a bootstrap value."""
+    num_steps, batch = b["r"].shape
+    g = np.zeros((num_steps, batch))
+    for j in range(batch):
+        for t in range(num_steps):
+            acc, coef = 0.0, 1.0
+            for i in range(n):
+                s = t + i
+                acc += coef * b["r"][s, j]
+                coef *= b["disc"][s, j]
+                if b["cut"][s, j] or i == n - 1 or s == num_steps - 1:
+                    acc += coef * b["v_boot"][s, j]
+                    break
+            g[t, j] = acc
+    return g
+
+
+def ref_unroll(traj, g_ext, b, num_unroll):
+    """Targets of every (k, t, b) by looking for the episode's end with a loop."""
+    num_steps, batch = b["r"].shape
+    term = np.asarray(traj.timestep.terminated)[1:]
+    policy = np.asarray(traj.extras["policy"])
+    action = np.asarray(traj.action)
+    out = {
+        name: np.zeros((num_unroll + 1, num_steps, batch))
+        for name in ("value", "value_mask", "policy_mask", "reward", "reward_mask", "action")
+    }
+    out["policy"] = np.zeros((num_unroll + 1, num_steps, batch, policy.shape[-1]))
+    for j in range(batch):
+        for t in range(num_steps):
+            end = next((s for s in range(t, num_steps) if b["cut"][s, j]), None)
+            for k in range(num_unroll + 1):
+                u = t + k
+                in_episode = u <= num_steps and (end is None or u <= end)
+                absorbing = end is not None and end < u and term[end, j]
+                valid = b["mask"][t, j]
+                out["value"][k, t, j] = g_ext[u, j] if in_episode else 0.0
+                out["value_mask"][k, t, j] = valid and (in_episode or absorbing)
+                out["policy_mask"][k, t, j] = valid and in_episode
+                if in_episode:
+                    out["policy"][k, t, j] = policy[u, j]
+                if k < num_unroll:
+                    has_reward = in_episode and u < num_steps
+                    out["reward"][k, t, j] = b["r"][u, j] if has_reward else 0.0
+                    out["reward_mask"][k, t, j] = valid and (has_reward or absorbing)
+                    out["action"][k, t, j] = action[u, j] if u <= num_steps else -1
+    return out
+
+
+def test_n_step_returns_match_a_loop(make_timestep, ref):
+    traj = envpool_trajectory(make_timestep)
+    ts = traj.timestep
+    root_value = np.asarray(traj.extras["root_value"])
+    b = ref.bookkeeping(ts, root_value, None, 0.9)
+    bounds = boundaries(ts, 0.9)
+    v_t = bootstrap_values(traj.extras["root_value"], None, ts)
+    for n in (1, 3, 20):
+        g = n_step_returns(bounds.reward, bounds.discount, bounds.cut, v_t, n)
+        np.testing.assert_allclose(g, ref_n_step(b, n), rtol=1e-5, atol=1e-6)
+    # Spot values of column 0: transition 1 terminates, so G_0 = r_0 + 0.9 r_1.
+    r = b["r"][:, 0]
+    g = n_step_returns(bounds.reward, bounds.discount, bounds.cut, v_t, 3)
+    np.testing.assert_allclose(g[0, 0], r[0] + 0.9 * r[1], rtol=1e-6)
+    # Transition 5 is truncated: G_5 = r_5 + 0.9 v(step 6), step 6's own search value.
+    np.testing.assert_allclose(g[5, 0], r[5] + 0.9 * root_value[6, 0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("num_unroll", [1, 3, 10])
+def test_unroll_targets_match_a_loop(make_timestep, ref, num_unroll):
+    traj = envpool_trajectory(make_timestep, seed=num_unroll)
+    ts = traj.timestep
+    bounds = boundaries(ts, 0.9)
+    b = ref.bookkeeping(ts, np.asarray(traj.extras["root_value"]), None, 0.9)
+    g_ext = np.random.default_rng(1).normal(size=(T + 1, B)).astype(np.float32)
+    got = unroll_targets(traj, jnp.asarray(g_ext), bounds, num_unroll)
+    want = ref_unroll(traj, g_ext, b, num_unroll)
+    for name in ("value", "value_mask", "policy_mask"):
+        np.testing.assert_allclose(getattr(got, name), want[name], rtol=1e-6, err_msg=name)
+    for name in ("reward", "reward_mask"):
+        np.testing.assert_allclose(getattr(got, name), want[name][:-1], rtol=1e-6, err_msg=name)
+    pm = want["policy_mask"].astype(bool)
+    np.testing.assert_allclose(np.asarray(got.policy)[pm], want["policy"][pm], rtol=1e-6)
+    known = want["action"][:-1] >= 0
+    np.testing.assert_array_equal(np.asarray(got.action)[known], want["action"][:-1][known])
+    # The dummy transitions' positions (2 and 6 of column 0) learn nothing.
+    assert not np.any(want["value_mask"][:, [2, 6], 0]) and not np.any(want["reward_mask"][:, [2, 6], 0])
+
+
+def test_unroll_targets_by_hand(make_timestep):
+    """Column 0 from position 0, K = 3: states 0, 1 in the episode, 2 (terminal) on absorbing."""
+    traj = envpool_trajectory(make_timestep)
+    bounds = boundaries(traj.timestep, 0.9)
+    g_ext = jnp.arange(T + 1, dtype=jnp.float32)[:, None] * jnp.ones((1, B))
+    got = unroll_targets(traj, g_ext, bounds, 3)
+    r = np.asarray(traj.timestep.reward)[1:, 0]
+    np.testing.assert_allclose(got.value[:, 0, 0], [0.0, 1.0, 0.0, 0.0])  # 0 from termination on
+    np.testing.assert_array_equal(got.value_mask[:, 0, 0], [True, True, True, True])
+    np.testing.assert_array_equal(got.policy_mask[:, 0, 0], [True, True, False, False])
+    np.testing.assert_allclose(got.reward[:, 0, 0], [r[0], r[1], 0.0], rtol=1e-6)
+    np.testing.assert_array_equal(got.reward_mask[:, 0, 0], [True, True, True])
+    np.testing.assert_array_equal(got.action[:, 0, 0], np.asarray(traj.action)[0:3, 0])
+    # From position 4 the episode is truncated at step 6: nothing from state 6 on is learned.
+    np.testing.assert_array_equal(got.value_mask[:, 4, 0], [True, True, False, False])
+    np.testing.assert_array_equal(got.reward_mask[:, 4, 0], [True, True, False])
+    # Column 1 from position 6: state 8 (= T) still has targets, state 9 does not exist.
+    np.testing.assert_allclose(got.value[:, 6, 1], [6.0, 7.0, 8.0, 0.0])
+    np.testing.assert_array_equal(got.value_mask[:, 6, 1], [True, True, True, False])
+    np.testing.assert_array_equal(got.reward_mask[:, 6, 1], [True, True, False])
+
+
+@pytest.fixture(scope="module")
+def agent(vector_spec):
+    return make_muzero(vector_spec, SMALL)
+
+
+@pytest.fixture(scope="module")
+def params(agent):
+    return agent.init(jax.random.key(1))
+
+
+def test_act_returns_valid_actions_and_a_search_policy(agent, params):
+    obs = jnp.asarray(np.random.default_rng(3).normal(size=(16, 3)), jnp.float32)
+    action, extras = jax.jit(agent.act)(params, jax.random.key(2), obs)
+    assert action.shape == (16,) and action.dtype == jnp.int32
+    assert np.all((action >= 0) & (action < A))
+    assert set(extras) == {"policy", "root_value"}
+    chex.assert_shape([extras["policy"], extras["root_value"]], [(16, A), (16,)])
+    np.testing.assert_allclose(np.sum(extras["policy"], -1), 1.0, rtol=1e-5)
+    greedy = agent.greedy_act(params, obs)
+    np.testing.assert_array_equal(greedy, agent.greedy_act(params, obs))
+    assert greedy.shape == (16,) and np.all((greedy >= 0) & (greedy < A))
+
+
+def test_loss_uses_the_final_observation_value_at_truncation(agent, params, vector_spec, random_trajectory, ref):
+    traj = random_trajectory(vector_spec, T, B, layout="jax")  # column 1 truncated at T
+    rng = np.random.default_rng(0)
+    policy = rng.uniform(size=(T + 1, B, A))
+    root_value = rng.normal(size=(T + 1, B)).astype(np.float32)
+    traj = traj._replace(extras={
+        "policy": jnp.asarray(policy / policy.sum(-1, keepdims=True), jnp.float32),
+        "root_value": jnp.asarray(root_value),
+    })
+    ts = traj.timestep
+    net = MuZeroNetwork(A, "mlp", 1, 8, (8,), (8,), 13, 9)
+    model = make_model(net, SMALL.value_support, SMALL.reward_support, SMALL.gamma)
+    final_v = np.asarray(model.prediction(params, model.representation(params, ts.final_observation[1:])).value)
+    b = ref.bookkeeping(ts, root_value, final_v, SMALL.gamma)
+    g = ref_n_step(b, SMALL.td_steps)
+    _, metrics = jax.jit(agent.loss)(params, traj, jax.random.key(0))
+    np.testing.assert_allclose(metrics["agent/value_target_mean"], ref.masked_mean(g, b["mask"]), rtol=1e-5)
+    # The bootstrap of the truncated transition is the final observation's value, not step T's.
+    assert b["cut"][T - 1, 1] and not np.isclose(final_v[T - 1, 1], root_value[T, 1])
+
+
+def test_loss_ignores_the_dummy_transition_reward(agent, params, make_timestep):
+    traj = envpool_trajectory(make_timestep)
+    other = traj._replace(timestep=traj.timestep._replace(reward=traj.timestep.reward.at[3, 0].add(50.0)))
+    loss = jax.jit(agent.loss)
+    (a, _), (b, _) = loss(params, traj, jax.random.key(0)), loss(params, other, jax.random.key(0))
+    np.testing.assert_array_equal(a, b)
+
+
+def test_update_lowers_the_loss_with_finite_gradients(agent, params, make_timestep):
+    traj = envpool_trajectory(make_timestep)
+    (_, metrics), grads = jax.jit(jax.value_and_grad(agent.loss, has_aux=True))(params, traj, jax.random.key(0))
+    chex.assert_tree_all_finite(grads)
+    assert all(np.isfinite(v) for v in metrics.values())
+    chex.clear_trace_counter()
+    update = jax.jit(chex.assert_max_traces(agent.update, n=1))
+    opt_state = agent.optimizer.init(params)
+    p, first = params, None
+    for i in range(30):
+        p, opt_state, m = update(p, opt_state, traj, jax.random.key(i))
+        first = m["losses/total"] if first is None else first
+    assert float(agent.loss(p, traj, jax.random.key(0))[0]) < 0.9 * float(first)
+    assert m["losses/grad_norm"] > 0
+
+
+def test_gradients_are_finite_on_uint8_frames(random_trajectory, cheap_init):
+    spec = EnvSpec("frames", (2, 12, 12), "uint8", 3, max_episode_steps=100)
+    agent = make_muzero(spec, MuZeroConfig(num_unroll_steps=2, latent_size=8, hidden_sizes=(8,)))
+    params = cheap_init(agent.init, jax.random.key(0))
+    paths = [jax.tree_util.keystr(p) for p, _ in jax.tree.leaves_with_path(params)]
+    assert any("ImpalaResNet" in p for p in paths)
+    traj = random_trajectory(spec, 2, 2)
+    traj = traj._replace(extras={"policy": jnp.full((3, 2, 3), 1 / 3), "root_value": jnp.zeros((3, 2))})
+    (loss, _), grads = jax.jit(jax.value_and_grad(agent.loss, has_aux=True))(params, traj, jax.random.key(0))
+    assert np.isfinite(loss)
+    chex.assert_tree_all_finite(grads)
+
+
+def test_scale_gradient_and_latent_normalisation():
+    x = jnp.array([1.0, 3.0, 2.0])
+    np.testing.assert_allclose(scale_gradient(x, 0.5), x)
+    np.testing.assert_allclose(jax.grad(lambda y: jnp.sum(scale_gradient(y, 0.5)))(x), 0.5)
+    np.testing.assert_allclose(normalize_latent(x), [0.0, 1.0, 0.5])
+
+
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        (dict(gamma=1.5), "gamma"),
+        (dict(num_unroll_steps=0), "num_unroll_steps"),
+        (dict(td_steps=2.5), "td_steps"),
+        (dict(learning_rate=0.0), "learning_rate"),
+        (dict(torso="nature_cnn"), "torso"),
+        (dict(search={"num_simulations": 4}), "search"),
+        (dict(value_support=(-1, 1, 5)), "value_support"),
+        (dict(hidden_sizes=(8, 0)), "hidden_sizes"),
+        (dict(value_cost=-1.0), "value_cost"),
+    ],
+)
+def test_config_errors_name_the_field(kwargs, field):
+    with pytest.raises(ValueError, match=f"MuZeroConfig.{field}"):
+        MuZeroConfig(**kwargs)
+
+
+def test_registered_as_muzero(vector_spec):
+    agent = make_agent("muzero", vector_spec, SMALL)
+    assert agent.name == "muzero" and agent.config is SMALL
+
+
+@pytest.mark.slow
+def test_learns_catch_on_anakin():
+    anakin = pytest.importorskip("podracer.anakin")
+    config = anakin.AnakinConfig(agent="muzero", progress=False, **CATCH)
+    assert anakin.final_return(anakin.train(config), last=2) >= 0.9
+
+
+# Filled in from the Catch benchmark (benchmarks/muzero.py).
+CATCH = dict(num_envs=16, rollout_length=8, updates_per_chunk=200, total_env_steps=409_600)
