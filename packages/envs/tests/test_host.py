@@ -71,6 +71,7 @@ def test_async_and_argument_errors(async_env, sync_env):
     env.recv(), env.recv()  # envs 2, 3 (from the reset), then 0, 1
     with pytest.raises(RuntimeError, match="only 0 are ready"):
         env.recv()
+    sync_env.reset()  # the fixture is shared: do not rely on another test having reset it
     with pytest.raises(ValueError, match=r"actions must have shape \(4,\)"):
         sync_env.step(np.ones(2, np.int32))
     with pytest.raises(ValueError, match="num_envs must be an integer >= 1"):
