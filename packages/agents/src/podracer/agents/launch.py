@@ -28,10 +28,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+_write_lock = threading.Lock()
+
+
 def _forward(proc: subprocess.Popen, prefix: str, out) -> None:
     for line in iter(proc.stdout.readline, ""):
-        out.write(f"{prefix} {line}")
-        out.flush()
+        with _write_lock:  # whole lines: processes' output never interleaves mid-line
+            out.write(f"{prefix} {line}")
+            out.flush()
 
 
 def launch(
@@ -75,12 +79,14 @@ def launch(
             failed = [c for c in codes if c not in (None, 0)]
             if failed:
                 status = failed[0]
-                out.write(f"[launch] a process exited with status {status}; stopping the others\n")
+                with _write_lock:
+                    out.write(f"[launch] a process exited with status {status}; stopping the others\n")
                 break
             if all(c == 0 for c in codes):
                 break
             if deadline is not None and time.monotonic() > deadline:
-                out.write(f"[launch] timed out after {timeout}s; stopping all processes\n")
+                with _write_lock:
+                    out.write(f"[launch] timed out after {timeout}s; stopping all processes\n")
                 status = 124
                 break
             time.sleep(0.1)
