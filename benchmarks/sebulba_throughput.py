@@ -1,0 +1,292 @@
+"""Sebulba throughput, printed as a table (figures, not assertions).
+
+For each case, in one run and at the training run's layout (actor threads, envs per
+thread, rollout length, learner batch):
+  (a) raw envpool steps/s with random actions (every actor thread stepping its envs),
+  (b) inference-only steps/s (the actor's policy on fixed observations, same loop form),
+  (c) learner-only steps/s (updates on synthetic trajectories already on the learner),
+  (d) end-to-end training steps/s (`train(config).sps`, compiles excluded),
+and the efficiency d / (1 / (1/a + 1/b + 1/c)): the share of the serial-sum limit the
+pipeline reaches (over 1 when env, inference and learning overlap).
+
+Cases: `cartpole` (IMPALA, MLP), `breakout` (IMPALA, Nature CNN), `stoix` (the peer's
+comparison: PPO, 2 actor threads x 8 envs, actor and learner sharing the CPU device,
+5e5 steps: SPS and final return).
+
+    uv run python benchmarks/sebulba_throughput.py [--case cartpole breakout stoix] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import threading
+import time
+
+import numpy as np
+
+SECONDS = 4.0  # measuring time of (a) and (b)
+
+
+def _threads(n: int, body) -> float:
+    """Runs `body(i, stop)` on n threads for SECONDS; returns the sum of their step counts / s."""
+    counts = [0] * n
+    stop = threading.Event()
+
+    def run(i):
+        counts[i] = body(i, stop)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    time.sleep(SECONDS)
+    stop.set()
+    for t in threads:
+        t.join()
+    return sum(counts) / (time.perf_counter() - start)
+
+
+def raw_env_sps(config) -> float:
+    from podracer.envs import make_host
+
+    n = config.actor_threads_per_device
+    envs = [make_host(config.env, num_envs=config.envs_per_thread, seed=i) for i in range(n)]
+    for env in envs:
+        env.reset()
+    rng = np.random.default_rng(0)
+    actions = [
+        rng.integers(0, env.spec.num_actions, (64, env.num_envs), dtype=np.int32) for env in envs
+    ]
+
+    def body(i, stop):
+        steps = 0
+        while not stop.is_set():
+            envs[i].step(actions[i][steps % 64])
+            steps += envs[i].num_envs
+        return steps
+
+    sps = _threads(n, body)
+    for env in envs:
+        env.close()
+    return sps
+
+
+def inference_sps(config, agent, xla: bool) -> float:
+    """The actor's policy alone: a compiled scan of T steps (xla) or jitted steps in Python."""
+    import jax
+    import jax.numpy as jnp
+
+    n, B, T = config.actor_threads_per_device, config.envs_per_thread, config.rollout_length
+    params = agent.init(jax.random.PRNGKey(0))
+    obs = jnp.zeros((B, *agent.spec.observation_shape), agent.spec.observation_dtype)
+
+    if xla:
+        # Observations are scanned over (an argument, different per step): a constant or
+        # loop-invariant input would let XLA fold or hoist the network out of the loop.
+        rng = np.random.default_rng(0)
+        observations = jnp.asarray(rng.integers(0, 255, (T, *obs.shape)).astype(obs.dtype))
+
+        @jax.jit
+        def rollout(params, key, observations):
+            def body(key, observation):
+                key, sub = jax.random.split(key)
+                return key, agent.act(params, sub, observation)
+
+            return jax.lax.scan(body, key, observations)
+
+        def body(i, stop):
+            key, steps = jax.random.PRNGKey(i), 0
+            while not stop.is_set():
+                key, out = rollout(params, key, observations)
+                jax.block_until_ready(out)
+                steps += T * B
+            return steps
+
+        jax.block_until_ready(rollout(params, jax.random.PRNGKey(0), observations))
+    else:
+
+        @jax.jit
+        def act(params, key, observation):
+            key, sub = jax.random.split(key)
+            action, extras = agent.act(params, sub, observation)
+            return action, extras, key
+
+        host_obs = np.zeros(obs.shape, obs.dtype)
+
+        def body(i, stop):
+            key, steps = jax.random.PRNGKey(i), 0
+            while not stop.is_set():
+                action, _, key = act(params, key, host_obs)
+                np.asarray(action)
+                steps += B
+            return steps
+
+        act(params, jax.random.PRNGKey(0), host_obs)
+    return _threads(n, body)
+
+
+def learner_sps(config, agent, seconds: float = SECONDS) -> float:
+    import jax
+    import jax.numpy as jnp
+
+    from podracer.agents import Trajectory
+    from podracer.agents import init_train_state
+    from podracer.envs import TimeStep
+    from podracer.sebulba import learner_mesh
+    from podracer.sebulba import make_update
+    from podracer.sebulba import trajectory_sharding
+    from podracer.sebulba.learner import place_state
+
+    T, B, K = config.rollout_length, config.envs_per_thread, config.trajectories_per_update
+    spec = agent.spec
+    mesh = learner_mesh(jax.devices()[:1])
+    params = agent.init(jax.random.PRNGKey(0))
+    _, extras = jax.eval_shape(
+        agent.act,
+        params,
+        jax.random.PRNGKey(0),
+        jnp.zeros((B, *spec.observation_shape), spec.observation_dtype),
+    )
+    rng = np.random.default_rng(0)
+    z = lambda dtype: np.zeros((T + 1, B), dtype)
+    ts = TimeStep(
+        observation=rng.integers(0, 255, (T + 1, B, *spec.observation_shape)).astype(
+            spec.observation_dtype
+        ),
+        reward=rng.normal(size=(T + 1, B)).astype(np.float32),
+        terminated=rng.random((T + 1, B)) < 0.02,
+        truncated=z(bool), first=z(bool), final_observation=None, episode_return=z(np.float32),
+        episode_length=z(np.int32), episode_end=z(bool),
+    )  # fmt: skip
+    ex = {k: np.zeros((T + 1, *v.shape), v.dtype) for k, v in extras.items()}
+    traj = Trajectory(ts, rng.integers(0, spec.num_actions, (T + 1, B)).astype(np.int32), ex)
+    trajs = jax.device_put(tuple([traj] * K), trajectory_sharding(mesh))
+    update = make_update(agent, mesh)
+    state = place_state(init_train_state(agent, jax.random.PRNGKey(0)), mesh)
+    state, m = update(state, trajs)
+    jax.block_until_ready(m)
+    start, updates = time.perf_counter(), 0
+    while updates < 3 or time.perf_counter() - start < seconds:
+        state, m = update(state, trajs)
+        jax.device_get(m)  # as the learner loop does (metrics to host each update)
+        updates += 1
+    return updates * K * T * B / (time.perf_counter() - start)
+
+
+def measure(name: str, config) -> dict:
+    from podracer.agents import make_agent
+    from podracer.envs import make_host
+    from podracer.sebulba import final_return
+    from podracer.sebulba import train
+    from podracer.sebulba.rollout import has_xla
+
+    probe = make_host(config.env, num_envs=1)
+    spec, xla = probe.spec, has_xla(probe) and config.actor_loop != "python"
+    probe.close()
+    agent = make_agent(config.agent, spec, config.agent_config, total_updates=config.num_updates())
+    a = raw_env_sps(config)
+    b = inference_sps(config, agent, xla)
+    c = learner_sps(config, agent)
+    t0 = time.perf_counter()
+    result = train(config)
+    wall = time.perf_counter() - t0
+    d = result.sps
+    serial = 1.0 / (1.0 / a + 1.0 / b + 1.0 / c)
+    last = result.history[-1]
+    return {
+        "case": name, "loop": "xla" if xla else "python",
+        "a_env": a, "b_inference": b, "c_learner": c, "d_train": d,
+        "serial_limit": serial, "efficiency": d / serial, "d_over_min": d / min(a, b, c),
+        "final_return": final_return(result), "env_steps": result.env_steps, "wall_s": wall,
+        "actor_util": last.get("utilisation/actor", math.nan),
+        "learner_util": last.get("utilisation/learner", math.nan),
+    }  # fmt: skip
+
+
+def cases(quick: bool) -> dict:
+    from podracer.agents import ImpalaConfig
+    from podracer.sebulba import SebulbaConfig
+
+    base = SebulbaConfig(progress=False, tensorboard=False, log_interval=20)
+    scale = 0.25 if quick else 1.0
+    return {
+        "cartpole": dataclasses.replace(base, total_env_steps=int(1_000_000 * scale)),
+        "cartpole-python": dataclasses.replace(
+            base, total_env_steps=int(200_000 * scale), actor_loop="python"
+        ),
+        "breakout": dataclasses.replace(
+            base,
+            env="envpool:Breakout-v5",
+            envs_per_thread=8,
+            rollout_length=20,
+            trajectories_per_update=1,
+            total_env_steps=int(20_000 * scale),
+            log_interval=5,
+            impala=ImpalaConfig(
+                torso="nature_cnn", learning_rate=6e-4, hidden_sizes=(256,), activation="relu"
+            ),
+        ),  # fmt: skip
+        "stoix": dataclasses.replace(
+            base,
+            agent="ppo",
+            envs_per_thread=8,
+            actor_threads_per_device=2,
+            rollout_length=32,
+            trajectories_per_update=2,
+            total_env_steps=int(500_000 * scale),
+        ),  # fmt: skip
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--case", nargs="*", default=["cartpole", "cartpole-python", "breakout", "stoix"]
+    )
+    parser.add_argument("--quick", action="store_true", help="quarter-length training runs")
+    args = parser.parse_args()
+    all_cases = cases(args.quick)
+    rows = []
+    for name in args.case:
+        row = measure(name, all_cases[name])
+        rows.append(row)
+        print(row, flush=True)
+    header = (
+        "case",
+        "loop",
+        "a_env",
+        "b_inference",
+        "c_learner",
+        "d_train",
+        "serial_limit",
+        "efficiency",
+        "d_over_min",
+        "final_return",
+        "env_steps",
+        "wall_s",
+        "actor_util",
+        "learner_util",
+    )
+    print()
+    print(" | ".join(header))
+    print(" | ".join("---" for _ in header))
+    for row in rows:
+        cells = []
+        for h in header:
+            v = row[h]
+            cells.append(
+                f"{v:,.0f}"
+                if isinstance(v, float) and abs(v) >= 100
+                else f"{v:.2f}"
+                if isinstance(v, float)
+                else str(v)
+            )
+        print(" | ".join(cells))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,284 @@
+"""Rollout loops: how an actor thread turns params into one `[T+1, B]` trajectory.
+
+Two loops behind one interface (`start()`, then `rollout(params)` again and again):
+
+* `XlaLoop`: envpool's XLA interface lets `recv -> policy -> send` run inside jit, so a
+  whole rollout is one compiled `lax.scan` (no per-step Python, no per-step transfers).
+* `PythonLoop`: any `HostEnv`, stepped from Python: one jitted policy call per step;
+  the env's outputs are kept in host buffers, the policy's extras on the actor device.
+
+The XLA loop keeps the whole trajectory on the actor device; the Python loop keeps on
+the host what the env produced there (measured faster than writing every step to the
+device, see `PythonLoop`); either way the actor ships it to the learner devices with one
+`device_put`. Both step their envs in `lanes`: with one lane, recv/act/send is a
+synchronous step; with two, one lane's env step runs on envpool's threads while the
+other lane's inference runs, and the lanes are concatenated along the batch axis.
+Consecutive trajectories overlap by one step: the last step of rollout k (its timestep,
+and the action sent from it) is row 0 of rollout k+1.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from podracer.agents import Agent
+from podracer.agents import Trajectory
+from podracer.envs import HostEnv
+from podracer.envs import TimeStep
+from podracer.sebulba.timing import PhaseTimer
+
+
+class RolloutOutput(NamedTuple):
+    """A finished rollout, not yet shipped to the learner, and its episode statistics."""
+
+    trajectory: Trajectory  # [T+1, B, ...] on the actor device (host buffers in PythonLoop)
+    episode_returns: np.ndarray  # [n] float32, episodes that ended in rows 1..T
+    episode_lengths: np.ndarray  # [n] int32
+
+
+def has_xla(env: HostEnv) -> bool:
+    """Whether `env` exposes envpool's XLA interface (Linux only)."""
+    return (
+        sys.platform.startswith("linux")
+        and callable(getattr(env, "xla", None))
+        and hasattr(env, "pool")
+    )
+
+
+def _concat_lanes(*trajectories: Trajectory) -> Trajectory:
+    if len(trajectories) == 1:
+        return trajectories[0]
+    return jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=1), *trajectories)
+
+
+def _sorted_by_id(timestep: TimeStep, env_ids) -> TimeStep:
+    """Rows in env-id order (a sync pool returns them so; a gather otherwise)."""
+    order = jnp.argsort(env_ids)
+    return jax.tree.map(lambda x: x[order], timestep)
+
+
+def _episode_stats(timestep: TimeStep) -> tuple[np.ndarray, np.ndarray]:
+    mask = np.asarray(timestep.episode_end_mask)
+    return np.asarray(timestep.episode_return)[mask], np.asarray(timestep.episode_length)[mask]
+
+
+def _join_stats(
+    returns: list[np.ndarray], lengths: list[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    if not returns:
+        return np.zeros(0, np.float32), np.zeros(0, np.int32)
+    return np.concatenate(returns).astype(np.float32), np.concatenate(lengths).astype(np.int32)
+
+
+def _write_row(buffer: TimeStep, t: int, row: TimeStep) -> None:
+    """`buffer[t] = row` for every field (host arrays)."""
+    jax.tree.map(lambda b, x: b.__setitem__(t, x), buffer, row)
+
+
+class PythonLoop:
+    """Steps `lanes` (HostEnvs with batch_size == num_envs) from Python.
+
+    Per step: `recv`, one jitted policy call on the observation, the action to the host,
+    `send`. What the env returns is written into host buffers (it is on the host
+    already) and what the policy returns (extras) stays on the actor device until the
+    rollout ends; the actor then ships both to the learner devices in one `device_put`.
+    Measured on CartPole (16 envs, T=32, interleaved A/B on the loaded 2-core machine):
+    median 37k steps/s, against 31k when each step was instead written into a donated
+    on-device buffer by the policy call (a jitted call with ~30 arguments).
+    """
+
+    def __init__(
+        self,
+        agent: Agent,
+        lanes: Sequence[HostEnv],
+        rollout_length: int,
+        device: jax.Device,
+        key: jax.Array,
+        timer: PhaseTimer,
+    ):
+        self.lanes = tuple(lanes)
+        self._length = rollout_length
+        self._device = device
+        self._key = jax.device_put(key, device)
+        self._timer = timer
+        self._ids = [np.arange(env.num_envs, dtype=np.int32) for env in self.lanes]
+        self._last: list[tuple[TimeStep, np.ndarray, Any]] | None = None  # per lane, row T
+        self._drop_final: bool | None = None
+
+        def act(params, key, observation):
+            key, sub = jax.random.split(key)
+            action, extras = agent.act(params, sub, observation)
+            return action, extras, key
+
+        def stack(extras):  # [T+1] of [b, ...] -> [T+1, b, ...]
+            return jax.tree.map(lambda *xs: jnp.stack(xs), *extras)
+
+        self._act = jax.jit(act)
+        self._stack = jax.jit(stack)
+
+    def start(self) -> None:
+        for env in self.lanes:
+            if env.batch_size != env.num_envs:
+                raise ValueError(
+                    "each lane must step all its envs: "
+                    f"batch_size {env.batch_size} != num_envs {env.num_envs}"
+                )
+            env.async_reset()
+
+    def _recv(self, lane: int) -> TimeStep:
+        ts, ids = self.lanes[lane].recv()
+        if self._drop_final is None:  # envpool: final_observation *is* observation
+            self._drop_final = ts.final_observation is ts.observation
+        if self._drop_final:
+            ts = ts._replace(final_observation=None)
+        if not np.array_equal(ids, self._ids[lane]):
+            order = np.argsort(ids)
+            ts = jax.tree.map(lambda x: x[order], ts)
+        return ts
+
+    def _buffers(self, ts: TimeStep) -> TimeStep:
+        """Fresh host buffers `[T+1, b, ...]` (the last rollout's may still be in flight)."""
+        return jax.tree.map(lambda x: np.empty((self._length + 1, *x.shape), x.dtype), ts)
+
+    def rollout(self, params: Any) -> RolloutOutput:
+        timer, n = self._timer, len(self.lanes)
+        returns, lengths = [], []
+        timesteps: list[TimeStep | None] = [None] * n
+        actions: list[np.ndarray | None] = [None] * n
+        extras: list[list[Any]] = [[] for _ in range(n)]
+        start = 0
+        if self._last is not None:  # row 0 is the last row of the previous rollout
+            start = 1
+            for lane, (ts, action, ex) in enumerate(self._last):
+                timesteps[lane] = self._buffers(ts)
+                _write_row(timesteps[lane], 0, ts)
+                actions[lane] = np.empty((self._length + 1, *action.shape), action.dtype)
+                actions[lane][0] = action
+                extras[lane].append(ex)
+        key = self._key
+        for t in range(start, self._length + 1):
+            for lane in range(n):
+                ts = self._recv(lane)
+                timer.lap("env")
+                action, ex, key = self._act(params, key, ts.observation)
+                action.block_until_ready()
+                timer.lap("inference")
+                action = np.asarray(action)
+                timer.lap("device_to_host")
+                self.lanes[lane].send(action, self._ids[lane])
+                timer.lap("env")
+                if timesteps[lane] is None:
+                    timesteps[lane] = self._buffers(ts)
+                    actions[lane] = np.empty((self._length + 1, *action.shape), action.dtype)
+                _write_row(timesteps[lane], t, ts)
+                actions[lane][t] = action
+                extras[lane].append(ex)
+                if t > 0:
+                    ret, length = _episode_stats(ts)
+                    if ret.size:
+                        returns.append(ret)
+                        lengths.append(length)
+                timer.lap("assembly")
+        self._key = key
+        self._last = [
+            (jax.tree.map(lambda x: x[-1], timesteps[i]), actions[i][-1], extras[i][-1])
+            for i in range(n)
+        ]
+        lanes = [Trajectory(timesteps[i], actions[i], self._stack(extras[i])) for i in range(n)]
+        trajectory = lanes[0] if n == 1 else jax.tree.map(lambda *xs: np.concatenate(xs, 1), *lanes)
+        timer.lap("assembly")
+        return RolloutOutput(trajectory, *_join_stats(returns, lengths))
+
+
+class _XlaCarry(NamedTuple):
+    handles: tuple[jax.Array, ...]  # per lane: envpool's handle bytes [n] uint8
+    trackers: tuple[Any, ...]  # per lane: EpisodeTracker [b]
+    key: jax.Array  # [2] uint32
+
+
+class XlaLoop:
+    """A whole rollout as one compiled scan over envpool's XLA `recv`/`send`."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        lanes: Sequence[HostEnv],
+        rollout_length: int,
+        device: jax.Device,
+        key: jax.Array,
+        timer: PhaseTimer,
+    ):
+        self.lanes = tuple(lanes)
+        self._length = rollout_length
+        self._device = device
+        self._key = key
+        self._timer = timer
+        self._agent = agent
+        self._carry: _XlaCarry | None = None
+        self._last: tuple[Trajectory, ...] | None = None  # per lane, the last step [b]
+
+    def start(self) -> None:
+        from podracer.envs import envpool_timestep
+        from podracer.envs import init_episode_tracker
+
+        xlas = [env.xla() for env in self.lanes]
+        episodic_life = [bool(env.pool.config.get("episodic_life", False)) for env in self.lanes]
+        agent, T, n = self._agent, self._length, len(self.lanes)
+
+        def lane_step(params, key, handle, tracker, lane):
+            handle, (obs, reward, terminated, truncated, info) = xlas[lane].recv(handle)
+            tracker, ts = envpool_timestep(
+                tracker, obs, reward, terminated, truncated, info, episodic_life[lane]
+            )
+            ts = _sorted_by_id(ts._replace(final_observation=None), info["env_id"])
+            action, extras = agent.act(params, key, ts.observation)
+            handle = xlas[lane].send(handle, action, jnp.arange(action.shape[0], dtype=jnp.int32))
+            return handle, tracker, Trajectory(ts, action, extras)
+
+        def all_lanes(params, carry: _XlaCarry):
+            key, *keys = jax.random.split(carry.key, n + 1)
+            out = [
+                lane_step(params, keys[i], carry.handles[i], carry.trackers[i], i) for i in range(n)
+            ]
+            handles, trackers, rows = zip(*out, strict=True)
+            return _XlaCarry(tuple(handles), tuple(trackers), key), tuple(rows)
+
+        def rollout(params, carry: _XlaCarry, last: tuple[Trajectory, ...]):
+            carry, rows = jax.lax.scan(lambda c, _: all_lanes(params, c), carry, length=T)
+            prepend = lambda x0, xs: jnp.concatenate([x0[None], xs], axis=0)
+            trajectory = _concat_lanes(*[jax.tree.map(prepend, last[i], rows[i]) for i in range(n)])
+            new_last = tuple(jax.tree.map(lambda x: x[-1], r) for r in rows)
+            ts = trajectory.timestep
+            stats = (ts.episode_return[1:], ts.episode_length[1:], ts.episode_end_mask[1:])
+            return carry, new_last, trajectory, stats
+
+        self._init = jax.jit(all_lanes)
+        self._rollout = jax.jit(rollout, donate_argnums=(1, 2))
+        for env in self.lanes:
+            env.async_reset()
+        put = lambda x: jax.device_put(x, self._device)
+        self._carry = _XlaCarry(
+            tuple(put(x.handle) for x in xlas),
+            tuple(put(init_episode_tracker(env.num_envs)) for env in self.lanes),
+            put(self._key),
+        )
+
+    def rollout(self, params: Any) -> RolloutOutput:
+        timer = self._timer
+        if self._last is None:  # act on the reset observations: row 0 of the first rollout
+            self._carry, self._last = self._init(params, self._carry)
+        self._carry, self._last, trajectory, stats = self._rollout(params, self._carry, self._last)
+        jax.block_until_ready(trajectory)
+        timer.lap("env_and_inference")
+        returns, lengths, mask = jax.device_get(stats)
+        timer.lap("device_to_host")
+        return RolloutOutput(
+            trajectory, returns[mask].astype(np.float32), lengths[mask].astype(np.int32)
+        )

@@ -1,0 +1,78 @@
+"""SebulbaConfig validation: bad input fails before compiling, naming the field."""
+
+import pytest
+
+from podracer.agents import PPOConfig
+from podracer.sebulba import SebulbaConfig
+from podracer.sebulba import train
+
+
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        (dict(envs_per_thread=0), "envs_per_thread"),
+        (dict(rollout_length=-1), "rollout_length"),
+        (dict(trajectories_per_update=0), "trajectories_per_update"),
+        (dict(total_env_steps=0), "total_env_steps"),
+        (dict(queue_size=0), "queue_size"),
+        (dict(actor_threads_per_device=0), "actor_threads_per_device"),
+        (dict(eval_interval=-1), "eval_interval"),
+        (dict(stage_timeout_s=0.0), "stage_timeout_s"),
+        (dict(agent="dqn"), "agent"),
+        (dict(actor_loop="jit"), "actor_loop"),
+        (dict(async_envs=True, envs_per_thread=5), "envs_per_thread"),
+        (dict(actor_device_ids=()), "actor_device_ids"),
+        (dict(learner_device_ids=(1, 1)), "learner_device_ids"),
+        (dict(resume=True), "run_name"),
+        (dict(agent="ppo", rollout_length=30, ppo=PPOConfig(num_minibatches=4)), "rollout_length"),
+    ],
+)
+def test_bad_values_name_the_field(kwargs, field):
+    with pytest.raises(ValueError, match=field):
+        SebulbaConfig(**kwargs)
+
+
+def test_device_layouts():
+    config = SebulbaConfig(envs_per_thread=6)
+    assert config.device_ids(1) == ((0,), (0,))
+    assert config.device_ids(4) == ((0,), (1, 2, 3))
+    assert SebulbaConfig(envs_per_thread=6, learner_device_ids=(0, 1)).device_ids(4) == (
+        (2,),
+        (0, 1),
+    )
+    assert SebulbaConfig(actor_device_ids=(3,), envs_per_thread=6).device_ids(4) == (
+        (3,),
+        (0, 1, 2),
+    )
+
+
+@pytest.mark.parametrize(
+    "kwargs, num_devices, match",
+    [
+        (dict(actor_device_ids=(0, 1), learner_device_ids=(1, 2)), 4, "overlap"),
+        (dict(learner_device_ids=(1, 4)), 4, "learner_device_ids.*only 4"),
+        (dict(actor_device_ids=(1,)), 1, "actor_device_ids.*only 1"),
+        (dict(envs_per_thread=8), 4, "envs_per_thread.*3"),  # learners 1..3
+    ],
+)
+def test_bad_device_layouts(kwargs, num_devices, match):
+    with pytest.raises(ValueError, match=match):
+        SebulbaConfig(**kwargs).device_ids(num_devices)
+
+
+def test_unknown_env_fails_before_compiling():
+    with pytest.raises(ValueError, match="SebulbaConfig.env.*CartPole-v1"):
+        train(SebulbaConfig(env="envpool:CartPole-v9", progress=False))
+
+
+def test_missing_device_fails_in_train():
+    with pytest.raises(ValueError, match="learner_device_ids"):
+        train(SebulbaConfig(learner_device_ids=(7,), progress=False))
+
+
+def test_steps_per_update_and_updates():
+    config = SebulbaConfig(
+        envs_per_thread=8, rollout_length=16, trajectories_per_update=3, total_env_steps=1000
+    )
+    assert config.steps_per_update() == 384
+    assert config.num_updates() == 3  # rounded up

@@ -1,0 +1,51 @@
+"""The sharded update equals the agent's update on the concatenated batch."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from podracer.agents import Trajectory
+from podracer.agents import init_train_state
+from podracer.agents import make_agent
+from podracer.envs import EnvSpec
+from podracer.envs import TimeStep
+from podracer.sebulba import learner_mesh
+from podracer.sebulba import make_update
+from podracer.sebulba import trajectory_sharding
+
+SPEC = EnvSpec("probe", (3,), "float32", 2, max_episode_steps=None)
+
+
+def _trajectory(key, T=4, B=2) -> Trajectory:
+    k1, k2, k3, k4 = jax.random.split(key, 4)
+    obs = jax.random.normal(k1, (T + 1, B, 3))
+    done = jax.random.bernoulli(k2, 0.2, (T + 1, B))
+    false = jnp.zeros((T + 1, B), bool)
+    ts = TimeStep(
+        observation=obs, reward=jax.random.normal(k3, (T + 1, B)), terminated=done,
+        truncated=false, first=false, final_observation=None,
+        episode_return=jnp.zeros((T + 1, B)), episode_length=jnp.zeros((T + 1, B), jnp.int32),
+    )  # fmt: skip
+    action = jax.random.randint(k4, (T + 1, B), 0, 2)
+    return Trajectory(ts, action, {"logits": jnp.zeros((T + 1, B, 2))})
+
+
+def test_sharded_update_matches_agent_update_on_the_concatenated_batch():
+    agent = make_agent("impala", SPEC)
+    state = init_train_state(agent, jax.random.PRNGKey(0))
+    trajectories = (_trajectory(jax.random.PRNGKey(1)), _trajectory(jax.random.PRNGKey(2)))
+    mesh = learner_mesh(jax.devices()[:1])
+    placed = jax.device_put(trajectories, trajectory_sharding(mesh))
+    new_state, metrics = make_update(agent, mesh)(state, placed)
+
+    batch = jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=1), *trajectories)
+    key, update_key = jax.random.split(state.key)
+    params, _, expected = jax.jit(agent.update)(state.params, state.opt_state, batch, update_key)
+    assert int(new_state.update_step) == 1
+    np.testing.assert_array_equal(new_state.key, key)
+    for got, want in zip(jax.tree.leaves(new_state.params), jax.tree.leaves(params), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    for name, value in expected.items():
+        np.testing.assert_allclose(metrics[name], value, rtol=1e-5, atol=1e-6)
+    assert jax.tree.leaves(params)[0].shape  # a real update happened
+    assert not np.allclose(jax.tree.leaves(new_state.params)[0], jax.tree.leaves(state.params)[0])
