@@ -271,14 +271,3 @@ def test_config_errors_name_the_field(kwargs, field):
 def test_registered_as_muzero(vector_spec):
     agent = make_agent("muzero", vector_spec, SMALL)
     assert agent.name == "muzero" and agent.config is SMALL
-
-
-@pytest.mark.slow
-def test_learns_catch_on_anakin():
-    anakin = pytest.importorskip("podracer.anakin")
-    config = anakin.AnakinConfig(agent="muzero", progress=False, **CATCH)
-    assert anakin.final_return(anakin.train(config), last=2) >= 0.9
-
-
-# Filled in from the Catch benchmark (benchmarks/muzero.py).
-CATCH = dict(num_envs=16, rollout_length=8, updates_per_chunk=200, total_env_steps=409_600)
