@@ -5,17 +5,28 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from podracer.agents import MuZeroConfig, Trajectory, boundaries, bootstrap_values, make_agent, make_muzero
-from podracer.agents.muzero import n_step_returns, unroll_targets
-from podracer.agents.muzero_networks import MuZeroNetwork, make_model, normalize_latent, scale_gradient
+
+from podracer.agents import MuZeroConfig
+from podracer.agents import Trajectory
+from podracer.agents import bootstrap_values
+from podracer.agents import boundaries
+from podracer.agents import make_agent
+from podracer.agents import make_muzero
+from podracer.agents.muzero import n_step_returns
+from podracer.agents.muzero import unroll_targets
+from podracer.agents.muzero_networks import MuZeroNetwork
+from podracer.agents.muzero_networks import make_model
+from podracer.agents.muzero_networks import normalize_latent
+from podracer.agents.muzero_networks import scale_gradient
 from podracer.envs import EnvSpec
-from podracer.search import DiscreteSupport, SearchConfig
+from podracer.search import DiscreteSupport
+from podracer.search import SearchConfig
 
 SMALL = MuZeroConfig(
     num_unroll_steps=3,
     td_steps=3,
     gamma=0.9,
-    search=SearchConfig(num_simulations=4),
+    search=SearchConfig(policy="muzero", num_simulations=4),
     value_support=DiscreteSupport(-3.0, 3.0, 13, scaled=True),
     reward_support=DiscreteSupport(-2.0, 2.0, 9, scaled=True),
     torso_hidden_sizes=(8,),
@@ -136,7 +147,9 @@ def test_unroll_targets_match_a_loop(make_timestep, ref, num_unroll):
     known = want["action"][:-1] >= 0
     np.testing.assert_array_equal(np.asarray(got.action)[known], want["action"][:-1][known])
     # The dummy transitions' positions (2 and 6 of column 0) learn nothing.
-    assert not np.any(want["value_mask"][:, [2, 6], 0]) and not np.any(want["reward_mask"][:, [2, 6], 0])
+    assert not np.any(want["value_mask"][:, [2, 6], 0]) and not np.any(
+        want["reward_mask"][:, [2, 6], 0]
+    )
 
 
 def test_unroll_targets_by_hand(make_timestep):
@@ -171,7 +184,12 @@ def params(agent):
     return agent.init(jax.random.key(1))
 
 
-def test_act_returns_valid_actions_and_a_search_policy(agent, params):
+@pytest.mark.parametrize("policy", ["muzero", "gumbel"])
+def test_act_returns_valid_actions_and_a_search_policy(vector_spec, params, policy):
+    import dataclasses
+
+    config = dataclasses.replace(SMALL, search=SearchConfig(policy=policy, num_simulations=4))
+    agent = make_muzero(vector_spec, config)
     obs = jnp.asarray(np.random.default_rng(3).normal(size=(16, 3)), jnp.float32)
     action, extras = jax.jit(agent.act)(params, jax.random.key(2), obs)
     assert action.shape == (16,) and action.dtype == jnp.int32
@@ -184,30 +202,48 @@ def test_act_returns_valid_actions_and_a_search_policy(agent, params):
     assert greedy.shape == (16,) and np.all((greedy >= 0) & (greedy < A))
 
 
-def test_loss_uses_the_final_observation_value_at_truncation(agent, params, vector_spec, random_trajectory, ref):
+@pytest.mark.parametrize("bootstrap", ["network", "search"])
+def test_value_targets_bootstrap_and_use_the_final_observation(
+    vector_spec, random_trajectory, ref, cheap_init, bootstrap
+):
+    import dataclasses
+
+    config = dataclasses.replace(SMALL, value_bootstrap=bootstrap)
+    agent = make_muzero(vector_spec, config)
+    params = cheap_init(agent.init, jax.random.key(0), scale=0.5)  # non-zero value head
     traj = random_trajectory(vector_spec, T, B, layout="jax")  # column 1 truncated at T
     rng = np.random.default_rng(0)
     policy = rng.uniform(size=(T + 1, B, A))
     root_value = rng.normal(size=(T + 1, B)).astype(np.float32)
-    traj = traj._replace(extras={
-        "policy": jnp.asarray(policy / policy.sum(-1, keepdims=True), jnp.float32),
-        "root_value": jnp.asarray(root_value),
-    })
+    traj = traj._replace(
+        extras={
+            "policy": jnp.asarray(policy / policy.sum(-1, keepdims=True), jnp.float32),
+            "root_value": jnp.asarray(root_value),
+        }
+    )
     ts = traj.timestep
     net = MuZeroNetwork(A, "mlp", 1, 8, (8,), (8,), 13, 9)
-    model = make_model(net, SMALL.value_support, SMALL.reward_support, SMALL.gamma)
-    final_v = np.asarray(model.prediction(params, model.representation(params, ts.final_observation[1:])).value)
-    b = ref.bookkeeping(ts, root_value, final_v, SMALL.gamma)
-    g = ref_n_step(b, SMALL.td_steps)
+    model = make_model(net, config.value_support, config.reward_support, config.gamma)
+    value = lambda obs: np.asarray(
+        model.prediction(params, model.representation(params, obs)).value
+    )
+    values = root_value if bootstrap == "search" else value(ts.observation)
+    final_v = value(ts.final_observation[1:])
+    b = ref.bookkeeping(ts, values, final_v, config.gamma)
+    g = ref_n_step(b, config.td_steps)
     _, metrics = jax.jit(agent.loss)(params, traj, jax.random.key(0))
-    np.testing.assert_allclose(metrics["agent/value_target_mean"], ref.masked_mean(g, b["mask"]), rtol=1e-5)
-    # The bootstrap of the truncated transition is the final observation's value, not step T's.
-    assert b["cut"][T - 1, 1] and not np.isclose(final_v[T - 1, 1], root_value[T, 1])
+    np.testing.assert_allclose(
+        metrics["agent/value_target_mean"], ref.masked_mean(g, b["mask"]), rtol=1e-5
+    )
+    # The truncated transition bootstraps from the final observation's value, not step T's.
+    assert b["cut"][T - 1, 1] and not np.isclose(final_v[T - 1, 1], values[T, 1])
 
 
 def test_loss_ignores_the_dummy_transition_reward(agent, params, make_timestep):
     traj = envpool_trajectory(make_timestep)
-    other = traj._replace(timestep=traj.timestep._replace(reward=traj.timestep.reward.at[3, 0].add(50.0)))
+    other = traj._replace(
+        timestep=traj.timestep._replace(reward=traj.timestep.reward.at[3, 0].add(50.0))
+    )
     loss = jax.jit(agent.loss)
     (a, _), (b, _) = loss(params, traj, jax.random.key(0)), loss(params, other, jax.random.key(0))
     np.testing.assert_array_equal(a, b)
@@ -215,7 +251,9 @@ def test_loss_ignores_the_dummy_transition_reward(agent, params, make_timestep):
 
 def test_update_lowers_the_loss_with_finite_gradients(agent, params, make_timestep):
     traj = envpool_trajectory(make_timestep)
-    (_, metrics), grads = jax.jit(jax.value_and_grad(agent.loss, has_aux=True))(params, traj, jax.random.key(0))
+    (_, metrics), grads = jax.jit(jax.value_and_grad(agent.loss, has_aux=True))(
+        params, traj, jax.random.key(0)
+    )
     chex.assert_tree_all_finite(grads)
     assert all(np.isfinite(v) for v in metrics.values())
     chex.clear_trace_counter()
@@ -236,8 +274,12 @@ def test_gradients_are_finite_on_uint8_frames(random_trajectory, cheap_init):
     paths = [jax.tree_util.keystr(p) for p, _ in jax.tree.leaves_with_path(params)]
     assert any("ImpalaResNet" in p for p in paths)
     traj = random_trajectory(spec, 2, 2)
-    traj = traj._replace(extras={"policy": jnp.full((3, 2, 3), 1 / 3), "root_value": jnp.zeros((3, 2))})
-    (loss, _), grads = jax.jit(jax.value_and_grad(agent.loss, has_aux=True))(params, traj, jax.random.key(0))
+    traj = traj._replace(
+        extras={"policy": jnp.full((3, 2, 3), 1 / 3), "root_value": jnp.zeros((3, 2))}
+    )
+    (loss, _), grads = jax.jit(jax.value_and_grad(agent.loss, has_aux=True))(
+        params, traj, jax.random.key(0)
+    )
     assert np.isfinite(loss)
     chex.assert_tree_all_finite(grads)
 
@@ -261,6 +303,8 @@ def test_scale_gradient_and_latent_normalisation():
         (dict(value_support=(-1, 1, 5)), "value_support"),
         (dict(hidden_sizes=(8, 0)), "hidden_sizes"),
         (dict(value_cost=-1.0), "value_cost"),
+        (dict(value_bootstrap="target"), "value_bootstrap"),
+        (dict(exploration_epsilon=1.5), "exploration_epsilon"),
     ],
 )
 def test_config_errors_name_the_field(kwargs, field):
@@ -271,3 +315,27 @@ def test_config_errors_name_the_field(kwargs, field):
 def test_registered_as_muzero(vector_spec):
     agent = make_agent("muzero", vector_spec, SMALL)
     assert agent.name == "muzero" and agent.config is SMALL
+
+
+@pytest.mark.slow
+def test_learns_catch_on_anakin():
+    """Default MuZeroConfig; about 2.5-3 minutes on 2 shared CPU cores (benchmarks/muzero.py).
+
+    Lives here for the agent's sake but needs podracer-anakin (skipped without it). The
+    training return is that of search-sampled actions (root noise, temperature 1); the
+    greedy return is that of the deterministic search after the last chunk.
+    """
+    anakin = pytest.importorskip("podracer.anakin")
+    config = anakin.AnakinConfig(
+        agent="muzero",
+        num_envs=32,
+        rollout_length=16,
+        updates_per_chunk=100,
+        total_env_steps=1_433_600,
+        eval_every_chunks=14,
+        progress=False,
+        tensorboard=False,
+    )
+    result = anakin.train(config)
+    assert result.history[-1]["eval/episodic_return"] >= 0.9
+    assert anakin.final_return(result, last=2) >= 0.8

@@ -21,6 +21,20 @@ values are those of the current parameters; no target network is needed):
 Losses are cross-entropies: to two-hot encodings of the (h-scaled) value and reward
 targets on their `DiscreteSupport`s, and to the search policy. Unrolled steps are
 weighted 1/K and the gradient through each dynamics step is halved (MuZero, appendix G).
+
+Defaults, from learning Catch on Anakin (each trajectory used once, no replay):
+* PUCT search (MuZero) rather than Gumbel MuZero. Gumbel's policy target
+  `softmax(prior_logits + sigma(q))` min-max rescales the root's Q-values, so at the start
+  tiny value noise becomes a full `sigma` of ~5.8 logits, and each fit of the prior adds
+  `sigma` again: the prior locks onto arbitrary actions and exploration stops (training
+  return stayed near random). Visit-count targets with root noise keep exploring. Gumbel
+  stays one `SearchConfig(policy="gumbel")` away.
+* Value targets bootstrap from the network's own value (stop-gradient, current params:
+  "network"), the setting of the runs that learned Catch; bootstrapping from the acting
+  search's root value ("search", no extra forward pass) is kept as an option and was not
+  better in the few runs tried.
+* Dynamics and prediction need two hidden layers: with one, the reward model stayed
+  action-independent on Catch (the catch depends on ball, paddle and action jointly).
 """
 
 from __future__ import annotations
@@ -33,12 +47,23 @@ import jax
 import jax.numpy as jnp
 
 from podracer.agents import returns
-from podracer.agents.config import check_choice, check_positive, check_range, fail
-from podracer.agents.muzero_networks import MuZeroNetwork, make_model, scale_gradient
+from podracer.agents.config import check_choice
+from podracer.agents.config import check_positive
+from podracer.agents.config import check_range
+from podracer.agents.config import fail
+from podracer.agents.muzero_networks import MuZeroNetwork
+from podracer.agents.muzero_networks import make_model
+from podracer.agents.muzero_networks import scale_gradient
 from podracer.agents.policy import categorical_entropy
-from podracer.agents.types import Agent, Trajectory, make_optimizer, masked_mean, sgd_update
+from podracer.agents.types import Agent
+from podracer.agents.types import Trajectory
+from podracer.agents.types import make_optimizer
+from podracer.agents.types import masked_mean
+from podracer.agents.types import sgd_update
 from podracer.envs import EnvSpec
-from podracer.search import DiscreteSupport, SearchConfig, search
+from podracer.search import DiscreteSupport
+from podracer.search import SearchConfig
+from podracer.search import search
 
 MUZERO_TORSOS = ("auto", "mlp", "impala_resnet")
 
@@ -49,14 +74,21 @@ class MuZeroConfig:
     gamma: float = 0.99
     num_unroll_steps: int = 5  # K
     td_steps: int = 10  # n of the n-step value targets
-    search: SearchConfig = SearchConfig(num_simulations=16)
+    # What n-step value targets bootstrap from: "network" (the value head on the
+    # observation, current params, no gradient) or "search" (the acting search's root value).
+    value_bootstrap: str = "network"
+    # MuZero's PUCT search with visit-count policy targets (see the module doc for why not
+    # Gumbel by default here); 8 simulations suffice for few actions.
+    search: SearchConfig = SearchConfig(policy="muzero", num_simulations=8)
     # Scaled supports (h(x) space): |value| up to ~110, |reward| up to ~35.
     value_support: DiscreteSupport = DiscreteSupport(-10.0, 10.0, 51, scaled=True)
     reward_support: DiscreteSupport = DiscreteSupport(-5.0, 5.0, 21, scaled=True)
-    torso: str = "auto"  # auto (mlp for vectors, impala_resnet for uint8 frames) | mlp | impala_resnet
+    torso: str = (
+        "auto"  # auto (mlp for vectors, impala_resnet for uint8 frames) | mlp | impala_resnet
+    )
     torso_hidden_sizes: tuple[int, ...] = (64,)  # mlp torso only
     latent_size: int = 64
-    hidden_sizes: tuple[int, ...] = (64,)  # dynamics and prediction MLPs
+    hidden_sizes: tuple[int, ...] = (128, 128)  # dynamics and prediction MLPs
     value_cost: float = 0.5
     reward_cost: float = 1.0
     policy_cost: float = 1.0
@@ -75,6 +107,7 @@ class MuZeroConfig:
         for name in ("value_cost", "reward_cost", "policy_cost"):
             check_range(self, name, 0.0, float("inf"))
         check_choice(self, "torso", MUZERO_TORSOS)
+        check_choice(self, "value_bootstrap", ("network", "search"))
         if not isinstance(self.search, SearchConfig):
             fail(self, "search", "a podracer.search.SearchConfig")
         for name in ("value_support", "reward_support"):
@@ -134,7 +167,10 @@ def _window(x: chex.Array, start: int, length: int, fill) -> chex.Array:
 
 
 def unroll_targets(
-    trajectory: Trajectory, value_target: chex.Array, bounds: returns.Boundaries, num_unroll_steps: int
+    trajectory: Trajectory,
+    value_target: chex.Array,
+    bounds: returns.Boundaries,
+    num_unroll_steps: int,
 ) -> UnrollTargets:
     """Gathers the targets of every unroll step from every position (see module doc).
 
@@ -171,7 +207,9 @@ def _cross_entropy(target_probs: chex.Array, logits: chex.Array) -> chex.Array:
     return -jnp.sum(target_probs * jax.nn.log_softmax(logits, axis=-1), axis=-1)
 
 
-def make_muzero(spec: EnvSpec, config: MuZeroConfig = MuZeroConfig(), total_updates: int | None = None) -> Agent:
+def make_muzero(
+    spec: EnvSpec, config: MuZeroConfig = MuZeroConfig(), total_updates: int | None = None
+) -> Agent:
     del total_updates  # constant learning rate
     net = MuZeroNetwork(
         num_actions=spec.num_actions,
@@ -214,24 +252,40 @@ def make_muzero(spec: EnvSpec, config: MuZeroConfig = MuZeroConfig(), total_upda
         ts = trajectory.timestep
         bounds = returns.boundaries(ts, config.gamma)
         root_value = trajectory.extras["root_value"]  # [T+1, B]
+        latents = net.apply(params, ts.observation, method=MuZeroNetwork.represent)  # [T+1, B, L]
+        if config.value_bootstrap == "search":
+            values = root_value
+        else:
+            _, value_logits = net.apply(params, latents, method=MuZeroNetwork.predict)
+            values = config.value_support.logits_to_scalar(value_logits)
         final_v = None
         if spec.can_truncate and ts.final_observation is not None:
-            final_v = model.prediction(params, model.representation(params, ts.final_observation[1:])).value
-        v_t = jax.lax.stop_gradient(returns.bootstrap_values(root_value, final_v, ts))
+            final_v = model.prediction(
+                params, model.representation(params, ts.final_observation[1:])
+            ).value
+        v_t = jax.lax.stop_gradient(returns.bootstrap_values(values, final_v, ts))
         g = n_step_returns(bounds.reward, bounds.discount, bounds.cut, v_t, config.td_steps)
-        g = jnp.concatenate([g, root_value[-1:]], axis=0)  # state T: its own search value
+        g = jnp.concatenate([g, values[-1:]], axis=0)  # state T: its own value
         targets = jax.lax.stop_gradient(unroll_targets(trajectory, g, bounds, num_unroll))
 
-        latent = net.apply(params, ts.observation[:-1], method=MuZeroNetwork.represent)
+        latent = latents[:-1]
         value_ce, policy_ce, reward_ce = [], [], []
         for k in range(num_unroll + 1):  # K is small and static
             policy_logits, value_logits = net.apply(params, latent, method=MuZeroNetwork.predict)
-            value_ce.append(_cross_entropy(config.value_support.scalar_to_probs(targets.value[k]), value_logits))
+            value_ce.append(
+                _cross_entropy(config.value_support.scalar_to_probs(targets.value[k]), value_logits)
+            )
             policy_ce.append(_cross_entropy(targets.policy[k], policy_logits))
             if k == num_unroll:
                 break
-            reward_logits, latent = net.apply(params, latent, targets.action[k], method=MuZeroNetwork.dynamics)
-            reward_ce.append(_cross_entropy(config.reward_support.scalar_to_probs(targets.reward[k]), reward_logits))
+            reward_logits, latent = net.apply(
+                params, latent, targets.action[k], method=MuZeroNetwork.dynamics
+            )
+            reward_ce.append(
+                _cross_entropy(
+                    config.reward_support.scalar_to_probs(targets.reward[k]), reward_logits
+                )
+            )
             latent = scale_gradient(latent, 0.5)
 
         # Sum over unroll steps (step 0 weight 1, unrolled steps 1/K), mean over positions.
@@ -244,7 +298,11 @@ def make_muzero(spec: EnvSpec, config: MuZeroConfig = MuZeroConfig(), total_upda
         value_loss = weighted(value_ce, targets.value_mask, step_weight)
         policy_loss = weighted(policy_ce, targets.policy_mask, step_weight)
         reward_loss = weighted(reward_ce, targets.reward_mask, 1.0 / num_unroll)
-        total = config.value_cost * value_loss + config.policy_cost * policy_loss + config.reward_cost * reward_loss
+        total = (
+            config.value_cost * value_loss
+            + config.policy_cost * policy_loss
+            + config.reward_cost * reward_loss
+        )
         metrics = {
             "losses/value": value_loss,
             "losses/policy": policy_loss,
@@ -252,12 +310,20 @@ def make_muzero(spec: EnvSpec, config: MuZeroConfig = MuZeroConfig(), total_upda
             "agent/root_value_mean": masked_mean(root_value[:-1], bounds.mask),
             "agent/value_target_mean": masked_mean(g[:-1], bounds.mask),
             "agent/search_policy_entropy": masked_mean(
-                categorical_entropy(jnp.log(jnp.maximum(trajectory.extras["policy"][:-1], 1e-30))), bounds.mask
+                categorical_entropy(jnp.log(jnp.maximum(trajectory.extras["policy"][:-1], 1e-30))),
+                bounds.mask,
             ),
         }
         return total, metrics
 
     return Agent(
-        name="muzero", spec=spec, config=config, init=init, act=act, greedy_act=greedy_act,
-        loss=loss, optimizer=optimizer, update=sgd_update(loss, optimizer),
+        name="muzero",
+        spec=spec,
+        config=config,
+        init=init,
+        act=act,
+        greedy_act=greedy_act,
+        loss=loss,
+        optimizer=optimizer,
+        update=sgd_update(loss, optimizer),
     )

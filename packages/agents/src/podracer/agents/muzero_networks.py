@@ -19,8 +19,12 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from podracer.agents.networks import MLP, Torso
-from podracer.search import DiscreteSupport, DynamicsOutput, MuZeroModel, PredictionOutput
+from podracer.agents.networks import MLP
+from podracer.agents.networks import Torso
+from podracer.search import DiscreteSupport
+from podracer.search import DynamicsOutput
+from podracer.search import MuZeroModel
+from podracer.search import PredictionOutput
 
 
 def normalize_latent(x: jax.Array) -> jax.Array:
@@ -69,7 +73,7 @@ class MuZeroNetwork(nn.Module):
         return normalize_latent(self.encoder_out(self.encoder(observation)))
 
     def dynamics(self, latent: jax.Array, action: jax.Array) -> tuple[jax.Array, jax.Array]:
-        """(latent `[..., L]`, action `[...]`) -> (reward logits `[..., R]`, next latent `[..., L]`)."""
+        """(latent `[..., L]`, action `[...]`) -> (reward logits `[..., R]`, next latent)."""
         one_hot = jax.nn.one_hot(action, self.num_actions, dtype=latent.dtype)
         h = self.dynamics_mlp(jnp.concatenate([latent, one_hot], axis=-1))
         return self.reward_head(h), normalize_latent(self.dynamics_out(h))
@@ -96,7 +100,9 @@ def make_model(
         return net.apply(params, observation, method=MuZeroNetwork.represent)
 
     def dynamics(params, latent, action):
-        reward_logits, next_latent = net.apply(params, latent, action, method=MuZeroNetwork.dynamics)
+        reward_logits, next_latent = net.apply(
+            params, latent, action, method=MuZeroNetwork.dynamics
+        )
         reward = reward_support.logits_to_scalar(reward_logits)
         return DynamicsOutput(reward, jnp.full_like(reward, gamma), next_latent)
 
