@@ -6,7 +6,6 @@ states, keys, train state) is in `RunnerState`, which is what gets checkpointed.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from typing import Any, NamedTuple
@@ -150,6 +149,3 @@ def final_return(result: TrainResult, last: int = 3) -> float:
     returns = [h["charts/episodic_return"] for h in result.history if not math.isnan(h["charts/episodic_return"])]
     return float(np.mean(returns[-last:])) if returns else math.nan
 
-
-def replace(config: AnakinConfig, **changes: Any) -> AnakinConfig:
-    return dataclasses.replace(config, **changes)

@@ -20,6 +20,7 @@ from podracer.envs.stats import init_episode_stats
 from podracer.envs.stats import update_episode_stats
 from podracer.envs.types import EnvSpec
 from podracer.envs.types import TimeStep
+from podracer.envs.types import first_timestep
 
 
 class CatchState(NamedTuple):
@@ -62,18 +63,7 @@ class Catch:
         ball_x, ball_y, paddle_x = self._start(key)
         obs = self._observe(ball_x, ball_y, paddle_x)
         state = CatchState(ball_x, ball_y, paddle_x, init_episode_stats((), jnp))
-        false = jnp.bool_(False)
-        return state, TimeStep(
-            observation=obs,
-            reward=jnp.float32(0.0),
-            terminated=false,
-            truncated=false,
-            first=jnp.bool_(True),
-            final_observation=obs,
-            episode_return=jnp.float32(0.0),
-            episode_length=jnp.int32(0),
-            episode_end=false,
-        )
+        return state, first_timestep(obs)
 
     def step(
         self, state: CatchState, action: chex.Array, key: chex.PRNGKey

@@ -20,6 +20,7 @@ from podracer.envs.stats import init_episode_stats
 from podracer.envs.stats import update_episode_stats
 from podracer.envs.types import EnvSpec
 from podracer.envs.types import TimeStep
+from podracer.envs.types import first_timestep
 
 
 class GymnaxState(NamedTuple):
@@ -38,18 +39,7 @@ class GymnaxEnv:
     def reset(self, key: chex.PRNGKey) -> tuple[GymnaxState, TimeStep]:
         obs, env_state = self.env.reset(key, self.params)
         obs = jnp.asarray(obs, jnp.float32)
-        false = jnp.bool_(False)
-        return GymnaxState(env_state, init_episode_stats((), jnp)), TimeStep(
-            observation=obs,
-            reward=jnp.float32(0.0),
-            terminated=false,
-            truncated=false,
-            first=jnp.bool_(True),
-            final_observation=obs,
-            episode_return=jnp.float32(0.0),
-            episode_length=jnp.int32(0),
-            episode_end=false,
-        )
+        return GymnaxState(env_state, init_episode_stats((), jnp)), first_timestep(obs)
 
     def step(
         self, state: GymnaxState, action: chex.Array, key: chex.PRNGKey

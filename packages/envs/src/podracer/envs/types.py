@@ -99,6 +99,24 @@ class TimeStep(NamedTuple):
         return ~(self.first & ~self.terminated & ~self.truncated)
 
 
+
+def first_timestep(observation: Array) -> TimeStep:
+    """The timestep a JaxEnv's `reset` returns for one (unbatched) environment."""
+    import jax.numpy as jnp  # JaxEnvs only; HostEnvs build numpy timesteps
+
+    false = jnp.bool_(False)
+    return TimeStep(
+        observation=observation,
+        reward=jnp.float32(0.0),
+        terminated=false,
+        truncated=false,
+        first=jnp.bool_(True),
+        final_observation=observation,
+        episode_return=jnp.float32(0.0),
+        episode_length=jnp.int32(0),
+        episode_end=false,
+    )
+
 @runtime_checkable
 class JaxEnv(Protocol):
     """A pure, unbatched, auto-resetting environment; `vmap` it for a batch.
