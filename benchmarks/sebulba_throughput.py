@@ -132,12 +132,12 @@ def learner_sps(config, agent, seconds: float = SECONDS) -> float:
     import jax.numpy as jnp
 
     from podracer.agents import Trajectory
-    from podracer.agents import init_train_state
     from podracer.envs import TimeStep
     from podracer.sebulba import learner_mesh
     from podracer.sebulba import make_update
     from podracer.sebulba import trajectory_sharding
-    from podracer.sebulba.learner import place_state
+    from podracer.sebulba.learner import init_state
+    from podracer.sebulba.learner import stop_votes
 
     T, B, K = config.rollout_length, config.envs_per_thread, config.trajectories_per_update
     spec = agent.spec
@@ -164,12 +164,13 @@ def learner_sps(config, agent, seconds: float = SECONDS) -> float:
     traj = Trajectory(ts, rng.integers(0, spec.num_actions, (T + 1, B)).astype(np.int32), ex)
     trajs = jax.device_put(tuple([traj] * K), trajectory_sharding(mesh))
     update = make_update(agent, mesh)
-    state = place_state(init_train_state(agent, jax.random.PRNGKey(0)), mesh)
-    state, m = update(state, trajs)
+    state = init_state(agent, jax.random.PRNGKey(0), mesh)
+    votes = stop_votes(False, mesh)
+    state, m, _ = update(state, trajs, votes)
     jax.block_until_ready(m)
     start, updates = time.perf_counter(), 0
     while updates < 3 or time.perf_counter() - start < seconds:
-        state, m = update(state, trajs)
+        state, m, _ = update(state, trajs, votes)
         jax.device_get(m)  # as the learner loop does (metrics to host each update)
         updates += 1
     return updates * K * T * B / (time.perf_counter() - start)

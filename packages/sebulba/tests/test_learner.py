@@ -12,6 +12,7 @@ from podracer.envs import TimeStep
 from podracer.sebulba import learner_mesh
 from podracer.sebulba import make_update
 from podracer.sebulba import trajectory_sharding
+from podracer.sebulba.learner import stop_votes
 
 SPEC = EnvSpec("probe", (3,), "float32", 2, max_episode_steps=None)
 
@@ -36,7 +37,8 @@ def test_sharded_update_matches_agent_update_on_the_concatenated_batch():
     trajectories = (_trajectory(jax.random.PRNGKey(1)), _trajectory(jax.random.PRNGKey(2)))
     mesh = learner_mesh(jax.devices()[:1])
     placed = jax.device_put(trajectories, trajectory_sharding(mesh))
-    new_state, metrics = make_update(agent, mesh)(state, placed)
+    new_state, metrics, stop = make_update(agent, mesh)(state, placed, stop_votes(False, mesh))
+    assert not stop
 
     batch = jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=1), *trajectories)
     key, update_key = jax.random.split(state.key)

@@ -5,14 +5,23 @@ trajectories `[rollout_length + 1, envs_per_thread]`; the learner concatenates
 `trajectories_per_update` of them along the batch axis for one update. So the actor batch
 (`envs_per_thread`) and the learner batch (`trajectories_per_update * envs_per_thread`)
 are set independently, and every trajectory is split evenly over the learner devices.
+
+Multi-host (`--distributed`): device ids are indices into each process's local devices
+(the same layout on every host); every process runs its own actor threads, so one update
+trains on `trajectories_per_update` trajectories from each process, and
+`total_env_steps` counts the steps of all processes.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Annotated
 from typing import Literal
 
+import tyro
+
 from podracer.agents import AGENTS
+from podracer.agents import DistributedConfig
 from podracer.agents import ImpalaConfig
 from podracer.agents import PPOConfig
 from podracer.agents import QLambdaConfig
@@ -63,6 +72,8 @@ class SebulbaConfig:
     resume: bool = False  # continue runs_root/run_name/ from its last checkpoint
     tensorboard: bool = True
     progress: bool = True
+    # --distributed, --coordinator-address, --num-processes, --process-id (multi-host)
+    cluster: Annotated[DistributedConfig, tyro.conf.arg(name="")] = DistributedConfig()
     # IMPALA with lr 1e-3, a separate critic and clip 0.5 reaches 500 on envpool CartPole
     # within 5e5 steps (3 seeds of 3); ImpalaConfig's defaults stall near 150-250 there.
     impala: ImpalaConfig = ImpalaConfig(learning_rate=1e-3, separate_critic=True, max_grad_norm=0.5)
@@ -102,6 +113,8 @@ class SebulbaConfig:
                 _fail(name, "a non-empty tuple of device indices >= 0", ids)
             if len(set(ids)) != len(ids):
                 _fail(name, "free of repeated ids", ids)
+        if not isinstance(self.cluster, DistributedConfig):
+            _fail("cluster", "a podracer.agents.DistributedConfig", self.cluster)
         if self.resume and not self.run_name:
             raise ValueError(
                 "SebulbaConfig.resume needs SebulbaConfig.run_name (the run to resume)"
@@ -161,8 +174,10 @@ class SebulbaConfig:
     def num_actor_threads(self, num_actor_devices: int) -> int:
         return num_actor_devices * self.actor_threads_per_device
 
-    def steps_per_update(self) -> int:
-        return self.trajectories_per_update * self.rollout_length * self.envs_per_thread
+    def steps_per_update(self, num_processes: int = 1) -> int:
+        """Env steps in one learner update: K trajectories from each process."""
+        per_process = self.trajectories_per_update * self.rollout_length * self.envs_per_thread
+        return num_processes * per_process
 
-    def num_updates(self) -> int:
-        return -(-self.total_env_steps // self.steps_per_update())
+    def num_updates(self, num_processes: int = 1) -> int:
+        return -(-self.total_env_steps // self.steps_per_update(num_processes))

@@ -1,9 +1,16 @@
 """The learner: K actor trajectories -> one `shard_map`'d update over the learner mesh.
 
-Each trajectory arrives already split along its batch axis over the learner devices
-(`P(None, "learner")`); inside `shard_map` every device concatenates its K local shards
-and runs the agent's `update` on them, averaging gradients with `lax.pmean` over
-"learner". Params, optimizer state and key are replicated (`P()`).
+Each trajectory arrives already split along its batch axis over this process's learner
+devices (`P(None, "learner")` on the local learner mesh); inside `shard_map` every device
+concatenates its K local shards and runs the agent's `update` on them, averaging
+gradients with `lax.pmean` over "learner". Params, optimizer state and key are
+replicated (`P()`).
+
+Multi-host: the learner mesh spans the learner devices of every process, process by
+process. Each process feeds only its own shards: a local trajectory `[T+1, B]` becomes
+block `p` of a global `[T+1, P*B]` array (`to_global`), so the update, and its pmean,
+runs over all hosts' learner devices at once. The same update carries each process's
+stop vote (SIGINT/SIGTERM) to all others, so every process stops after the same update.
 
 Trajectories are taken round-robin from the actors' queues (trajectory g from actor
 g mod N), the order cleanba and Stoix use; it also makes deterministic mode exact.
@@ -24,6 +31,7 @@ from jax.sharding import PartitionSpec as P
 
 from podracer.agents import Agent
 from podracer.agents import TrainState
+from podracer.agents import init_train_state
 from podracer.sebulba.actor import Actor
 from podracer.sebulba.actor import Rollout
 from podracer.sebulba.lifetime import Supervisor
@@ -33,6 +41,44 @@ AXIS = "learner"
 
 def learner_mesh(devices: Sequence[jax.Device]) -> Mesh:
     return Mesh(np.asarray(devices), (AXIS,))
+
+
+def process_devices(process: int) -> list[jax.Device]:
+    """The devices of `process`, in the order every process agrees on (by id)."""
+    return sorted((d for d in jax.devices() if d.process_index == process), key=lambda d: d.id)
+
+
+def global_learner_mesh(learner_ids: Sequence[int]) -> Mesh:
+    """The learner devices `learner_ids` (local indices) of every process, process-major.
+
+    Process p's devices are positions `[p L, (p + 1) L)`, so splitting a global batch
+    along the mesh gives process p the contiguous block p: its own trajectories.
+    """
+    return learner_mesh(
+        [process_devices(p)[i] for p in range(jax.process_count()) for i in learner_ids]
+    )
+
+
+def to_global(tree: Any, mesh: Mesh) -> Any:
+    """This process's `[T+1, B, ...]` arrays (on its learner devices) as block p of global
+    `[T+1, P*B, ...]` arrays on `mesh`; no copy. The identity with one process."""
+    if jax.process_count() == 1:
+        return tree
+    sharding = trajectory_sharding(mesh)
+    count = jax.process_count()
+
+    def leaf(x: jax.Array) -> jax.Array:
+        shape = (x.shape[0], x.shape[1] * count, *x.shape[2:])
+        return jax.make_array_from_single_device_arrays(
+            shape, sharding, [s.data for s in x.addressable_shards]
+        )
+
+    return jax.tree.map(leaf, tree)
+
+
+def local_replica(tree: Any) -> Any:
+    """One local copy of replicated (possibly multi-process) arrays, for this host's actors."""
+    return jax.tree.map(lambda x: x.addressable_shards[0].data, tree)
 
 
 def trajectory_sharding(mesh: Mesh) -> NamedSharding:
@@ -45,19 +91,22 @@ def replicated(mesh: Mesh) -> NamedSharding:
 
 
 def make_update(agent: Agent, mesh: Mesh):
-    """`update(state, trajectories) -> (state, metrics)`, jitted and sharded over `mesh`."""
+    """`update(state, trajectories, stop_votes) -> (state, metrics, stop)`, jitted and
+    sharded over `mesh`. `stop_votes` `[num learner devices]` int32 (split over them)
+    are OR-ed into the replicated `stop`: the vote rides on the update's collectives."""
     reduce_grads = lambda tree: jax.lax.pmean(tree, AXIS)
 
-    def update(state: TrainState, trajectories: tuple) -> tuple[TrainState, dict]:
+    def update(state: TrainState, trajectories: tuple, stop_votes: jax.Array):
         trajectory = jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=1), *trajectories)
         key, update_key = jax.random.split(state.key)
         params, opt_state, metrics = agent.update(
             state.params, state.opt_state, trajectory, update_key, reduce_grads
         )
-        return TrainState(params, opt_state, key, state.update_step + 1), metrics
+        stop = jax.lax.pmax(jnp.max(stop_votes), AXIS)
+        return TrainState(params, opt_state, key, state.update_step + 1), metrics, stop
 
     sharded = jax.shard_map(
-        update, mesh=mesh, in_specs=(P(), P(None, AXIS)), out_specs=(P(), P()),
+        update, mesh=mesh, in_specs=(P(), P(None, AXIS), P(AXIS)), out_specs=(P(), P(), P()),
         # Envs emit device-invariant constants (e.g. never-truncating `truncated`) that the
         # varying-axis check would reject; outputs are replicated by the pmeans above.
         check_vma=False,
@@ -65,11 +114,18 @@ def make_update(agent: Agent, mesh: Mesh):
     return jax.jit(sharded)
 
 
+def stop_votes(vote: bool, mesh: Mesh) -> jax.Array:
+    """This process's vote on each of its learner devices, as a global `[devices]` array."""
+    sharding = NamedSharding(mesh, P(AXIS))
+    local = np.full(len(sharding.addressable_devices), int(vote), np.int32)
+    return jax.make_array_from_process_local_data(sharding, local, (mesh.size,))
+
+
 class Learner:
-    """Collects rollouts from the actors' queues and applies updates."""
+    """Collects rollouts from this process's actors' queues and applies updates."""
 
     def __init__(self, agent: Agent, mesh: Mesh, actors: Sequence[Actor], supervisor: Supervisor):
-        self.mesh = mesh
+        self.mesh = mesh  # every process's learner devices
         self._actors = tuple(actors)
         self._supervisor = supervisor
         self._update = make_update(agent, mesh)
@@ -84,15 +140,19 @@ class Learner:
         return out
 
     def update(
-        self, state: TrainState, rollouts: Sequence[Rollout]
-    ) -> tuple[TrainState, dict[str, float], float]:
-        """One update; returns the new state, its metrics (host floats) and its seconds."""
+        self, state: TrainState, rollouts: Sequence[Rollout], stop: bool = False
+    ) -> tuple[TrainState, dict[str, float], float, bool]:
+        """One update with this process's stop vote; returns the new state, its metrics
+        (host floats), its seconds and whether any process voted to stop."""
         start = time.perf_counter()
-        state, metrics = self._update(state, tuple(r.trajectory for r in rollouts))
-        metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
-        return state, metrics, time.perf_counter() - start
+        trajectories = tuple(to_global(r.trajectory, self.mesh) for r in rollouts)
+        state, metrics, stopped = self._update(state, trajectories, stop_votes(stop, self.mesh))
+        metrics, stopped = jax.device_get((metrics, stopped))
+        metrics = {k: float(v) for k, v in metrics.items()}
+        return state, metrics, time.perf_counter() - start, bool(stopped)
 
 
-def place_state(state: Any, mesh: Mesh) -> Any:
-    """Replicates the train state over the learner mesh."""
-    return jax.device_put(state, replicated(mesh))
+def init_state(agent: Agent, key: jax.Array, mesh: Mesh) -> TrainState:
+    """A fresh train state, computed directly into its replicated sharding over `mesh`
+    (every process computes the same values; nothing is copied between hosts)."""
+    return jax.jit(lambda k: init_train_state(agent, k), out_shardings=replicated(mesh))(key)

@@ -154,8 +154,12 @@ class Supervisor:
 
 
 @contextlib.contextmanager
-def stop_on_signals(supervisor: Supervisor) -> Iterator[None]:
-    """SIGINT/SIGTERM stop the run cleanly (a second one aborts); main thread only."""
+def stop_on_signals(supervisor: Supervisor, stop: bool = True) -> Iterator[None]:
+    """SIGINT/SIGTERM stop the run cleanly (a second one aborts); main thread only.
+
+    With `stop=False` a signal only records `supervisor.interrupted` and the owner decides
+    when to stop (multi-host: after the update that carries every process's vote).
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -164,7 +168,8 @@ def stop_on_signals(supervisor: Supervisor) -> Iterator[None]:
         if supervisor.interrupted is not None:
             raise KeyboardInterrupt(f"second {signal.Signals(signum).name}: aborting")
         supervisor.interrupted = signal.Signals(signum).name
-        supervisor.stop()
+        if stop:
+            supervisor.stop()
 
     previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:

@@ -2,6 +2,13 @@
 
 The learner runs in the calling thread; actors run in worker threads. Everything that
 can fail on bad input (devices, env name, agent options) fails before the first compile.
+
+Multi-host (`--distributed`): every process runs this same function on its own devices
+(device ids are local indices, the same on every process) and its own environments; the
+learner mesh spans every process's learner devices, so one update trains on the
+trajectories of all hosts and `total_env_steps` counts all of them. Metrics are
+aggregated over processes and written by process 0; checkpoints are saved by every
+process through Orbax.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from podracer.agents import Progress
 from podracer.agents import RunDir
 from podracer.agents import TrainState
 from podracer.agents import abstract_like
-from podracer.agents import init_train_state
+from podracer.agents import initialize_distributed
 from podracer.agents import make_agent
 from podracer.agents import to_jsonable
 from podracer.envs import EnvSpec
@@ -35,8 +42,11 @@ from podracer.sebulba.actor import deterministic_schedule
 from podracer.sebulba.config import SebulbaConfig
 from podracer.sebulba.evaluate import Evaluator
 from podracer.sebulba.learner import Learner
+from podracer.sebulba.learner import global_learner_mesh
+from podracer.sebulba.learner import init_state
 from podracer.sebulba.learner import learner_mesh
-from podracer.sebulba.learner import place_state
+from podracer.sebulba.learner import local_replica
+from podracer.sebulba.learner import process_devices
 from podracer.sebulba.learner import replicated
 from podracer.sebulba.learner import trajectory_sharding
 from podracer.sebulba.lifetime import Stopped
@@ -56,7 +66,7 @@ EnvFn = Callable[[int, int], HostEnv]
 class TrainResult(NamedTuple):
     state: TrainState  # the final train state, replicated over the learner devices
     history: list[dict[str, float]]  # one row per log interval, as written to metrics.jsonl
-    env_steps: int  # env steps consumed by the learner, resumed runs included
+    env_steps: int  # env steps consumed by the learner (all processes), resumed runs included
     updates: int  # learner updates applied, resumed runs included
     sps: float  # env steps per second after the first update (compiles excluded)
     interrupted: bool  # stopped by SIGINT/SIGTERM (a final checkpoint was written)
@@ -110,10 +120,11 @@ def _initial_state(
     config: SebulbaConfig, agent: Agent, mesh: Mesh, checkpointer: Checkpointer | None
 ) -> tuple[TrainState, int, int]:
     """`(state, update, env_steps)`: fresh, or the last checkpoint's with `config.resume`."""
-    state = init_train_state(agent, jax.random.PRNGKey(config.seed))
+    key = jax.random.PRNGKey(config.seed)
     if not (config.resume and checkpointer is not None and checkpointer.latest_step() is not None):
-        return place_state(state, mesh), 0, 0
-    state, meta = checkpointer.restore(abstract_like(state, replicated(mesh)))
+        return init_state(agent, key, mesh), 0, 0
+    abstract = jax.eval_shape(lambda k: init_state(agent, k, mesh), key)
+    state, meta = checkpointer.restore(abstract_like(abstract, replicated(mesh)))
     saved = EnvSpec.from_json(meta["env_spec"])
     if not agent.spec.compatible_with(saved):
         raise ValueError(f"checkpoint env spec {saved} does not match {agent.spec}")
@@ -130,14 +141,18 @@ def _make_actors(
     params: ParameterServer,
     supervisor: Supervisor,
     start_update: int,
+    first_thread: int,
 ) -> list[Actor]:
-    """One actor per lane group, `config.actor_threads_per_device` per actor device."""
+    """One actor per lane group, `config.actor_threads_per_device` per actor device.
+
+    `mesh` is this process's learner devices; `first_thread` the global index of this
+    process's first actor thread (each thread's key depends on its global index)."""
     key = jax.random.fold_in(jax.random.PRNGKey(config.seed), start_update + 1)
     actors = []
     for i, group in enumerate(lanes):
         device = devices[i // config.actor_threads_per_device]
         timer = PhaseTimer()
-        actor_key = jax.random.fold_in(key, i)
+        actor_key = jax.random.fold_in(key, first_thread + i)
         loop = loop_cls(agent, group, config.rollout_length, device, actor_key, timer)
         schedule = None
         if config.deterministic:
@@ -153,12 +168,17 @@ def train(config: SebulbaConfig, env_fn: EnvFn | None = None) -> TrainResult:
     """Runs Sebulba to `config.total_env_steps`; resumes when `config.resume`.
 
     `env_fn(num_envs, seed)` builds every HostEnv of the run (actors' and evaluation's);
-    by default `podracer.envs.make_host(config.env, ...)`.
+    by default `podracer.envs.make_host(config.env, ...)`. With `config.cluster.distributed`
+    it joins the multi-process run first.
     """
-    devices = jax.local_devices()
+    initialize_distributed(config.cluster)
+    process, num_processes = jax.process_index(), jax.process_count()
+    is_writer = process == 0
+    devices = process_devices(process)
     actor_ids, learner_ids = config.device_ids(len(devices))
     env_fn = env_fn or _default_env_fn(config.env)
     num_threads = config.num_actor_threads(len(actor_ids))
+    first_thread = process * num_threads  # global index of this process's first thread
     lane_envs = config.envs_per_thread // config.num_lanes
     envs: list[HostEnv] = []
     stuck: list[str] = []
@@ -172,20 +192,22 @@ def train(config: SebulbaConfig, env_fn: EnvFn | None = None) -> TrainResult:
         cleanup.callback(close_envs)
         # Every env is built here, in the calling thread: a bad name fails before compiling.
         lanes = []
-        for i in range(num_threads):
+        for i in range(first_thread, first_thread + num_threads):
             lanes.append([])
             for k in range(config.num_lanes):
                 envs.append(env_fn(lane_envs, config.seed + (i * config.num_lanes + k) * lane_envs))
-                lanes[i].append(envs[-1])
+                lanes[-1].append(envs[-1])
         spec = envs[0].spec
-        if config.eval_interval:
+        if config.eval_interval and is_writer:  # process 0 evaluates
             envs.append(env_fn(config.eval_episodes, config.seed + 1_000_003))
         actor_devices = [devices[i] for i in actor_ids]
         loop_cls = _choose_loop(config, envs[0], actor_devices[0])
 
-        num_updates = config.num_updates()
+        num_updates = config.num_updates(num_processes)
+        steps_per_update = config.steps_per_update(num_processes)
         agent = make_agent(config.agent, spec, config.agent_config, total_updates=num_updates)
-        mesh = learner_mesh([devices[i] for i in learner_ids])
+        mesh = global_learner_mesh(learner_ids)  # every process's learner devices
+        local_mesh = learner_mesh([devices[i] for i in learner_ids])  # actors ship here
 
         run_dir = RunDir(config.runs_root, config.run_name) if config.run_name else None
         checkpointer = None
@@ -194,32 +216,43 @@ def train(config: SebulbaConfig, env_fn: EnvFn | None = None) -> TrainResult:
                 Checkpointer(run_dir.checkpoints, config.keep_checkpoints)
             )
         state, start_update, env_steps = _initial_state(config, agent, mesh, checkpointer)
-        writer = MetricWriter(
-            run_dir, config.tensorboard, truncate_after=env_steps if config.resume else None
+        # Counted in env steps, not updates: a run resumed on another number of processes
+        # (another global batch) still stops at `total_env_steps`.
+        end_update = start_update + max(
+            0, -(-(config.total_env_steps - env_steps) // steps_per_update)
         )
+        writer = MetricWriter(
+            run_dir if is_writer else None, config.tensorboard,
+            truncate_after=env_steps if config.resume else None,
+        )  # fmt: skip
         cleanup.callback(writer.close)
-        if run_dir is not None:
+        if run_dir is not None and is_writer:
             run_dir.write_config(config)
 
         supervisor = Supervisor(config.stage_timeout_s)
-        params = ParameterServer(state.params, start_update)
-        actors = _make_actors(config, agent, loop_cls, lanes, actor_devices, mesh, params,
-                              supervisor, start_update)  # fmt: skip
+        params = ParameterServer(local_replica(state.params), start_update)
+        actors = _make_actors(config, agent, loop_cls, lanes, actor_devices, local_mesh, params,
+                              supervisor, start_update, first_thread)  # fmt: skip
         learner = Learner(agent, mesh, actors, supervisor)
-        evaluator = Evaluator(agent, envs[-1], actor_devices[0]) if config.eval_interval else None
+        evaluator = None
+        if config.eval_interval and is_writer:
+            evaluator = Evaluator(agent, envs[-1], actor_devices[0])
 
-        progress = Progress(num_updates * config.steps_per_update(), enabled=config.progress)
+        total_steps = env_steps + (end_update - start_update) * steps_per_update
+        progress = Progress(total_steps, enabled=config.progress and is_writer)
         cleanup.callback(progress.close)
-        metrics = MetricAccumulator()
+        metrics = MetricAccumulator(num_processes)
         history: list[dict[str, float]] = []
         update, interrupted = start_update, False
         steady: tuple[float, int] | None = None  # (time, env steps) when the first update ended
         try:
-            with stop_on_signals(supervisor):
+            # With several processes a signal only casts this process's stop vote; all stop
+            # after the update that carries it, so they save the same final checkpoint.
+            with stop_on_signals(supervisor, stop=num_processes == 1):
                 for actor in actors:
                     actor.start()
                 g = 0
-                while update < num_updates:
+                while update < end_update:
                     t0 = time.perf_counter()
                     try:
                         rollouts = learner.collect(g, config.trajectories_per_update)
@@ -228,27 +261,33 @@ def train(config: SebulbaConfig, env_fn: EnvFn | None = None) -> TrainResult:
                         break
                     waited = time.perf_counter() - t0
                     g += len(rollouts)
-                    state, losses, update_s = learner.update(state, rollouts)
+                    vote = supervisor.interrupted is not None
+                    state, losses, update_s, stop = learner.update(state, rollouts, vote)
                     t1 = time.perf_counter()
-                    params.publish(state.params, update + 1)
+                    params.publish(local_replica(state.params), update + 1)
                     metrics.add_update(
                         update, rollouts, losses, waited, update_s, time.perf_counter() - t1
                     )
                     update += 1
-                    env_steps += sum(r.env_steps for r in rollouts)
+                    env_steps += steps_per_update
                     if steady is None:
                         steady = (time.perf_counter(), env_steps)
-                    last = update == num_updates
+                    if stop:  # some process was interrupted: all stop after this update
+                        supervisor.interrupted = supervisor.interrupted or "a peer's signal"
+                        interrupted = True
+                    last = update == end_update or interrupted
                     if update % config.log_interval == 0 or last:
                         row = metrics.row()
                         if evaluator is not None and (update % config.eval_interval == 0 or last):
-                            row["eval/episodic_return"] = evaluator(state.params)
+                            row["eval/episodic_return"] = evaluator(local_replica(state.params))
                         writer.write(env_steps, row)
                         history.append({"env_steps": env_steps, **row})
                         progress.update(env_steps, row["charts/SPS"], metrics.recent_return)
                     every = config.checkpoint_interval
                     if checkpointer is not None and every and update % every == 0 and not last:
                         checkpointer.save(update, state, _metadata(config, spec, env_steps, update))
+                    if interrupted:
+                        break
         finally:
             end_time = time.perf_counter()
             stuck[:] = supervisor.join(min(10.0, config.stage_timeout_s))

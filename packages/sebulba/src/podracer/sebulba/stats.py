@@ -3,6 +3,10 @@
 Everything in a row is computed from the rollouts the learner consumed since the
 previous row, so the learning metrics (returns, losses, lag) do not depend on thread
 timing in deterministic mode; only `charts/SPS`, `timing/*` and `utilisation/*` do.
+
+With several processes, episodes, env steps (SPS) and policy lag are totals over all
+processes (one small all-gather per row, which every process computes at the same
+update); losses are already global; `timing/*` and `utilisation/*` are this process's.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ _ACTOR_IDLE = ("params", "queue_put")
 class MetricAccumulator:
     """Sums per-update quantities and turns them into one metric row."""
 
-    def __init__(self) -> None:
+    def __init__(self, num_processes: int = 1) -> None:
+        self._num_processes = num_processes
         self.recent_return = math.nan  # the last mean episodic return seen
         self._recent_length = math.nan
         self._start()
@@ -69,18 +74,25 @@ class MetricAccumulator:
         seconds = max(time.perf_counter() - self._time, 1e-9)
         returns = np.concatenate(self._returns) if self._returns else np.zeros(0)
         lengths = np.concatenate(self._lengths) if self._lengths else np.zeros(0)
-        if returns.size:
-            self.recent_return = float(np.mean(returns))
-            self._recent_length = float(np.mean(lengths))
+        sums = np.array([
+            returns.sum(), returns.size, lengths.sum(), self._env_steps,
+            sum(self._lags), len(self._lags), max(self._lags, default=-1),
+        ], np.float64)  # fmt: skip
+        if self._num_processes > 1:
+            sums = _sum_over_processes(sums, max_columns=(6,))
+        ret_sum, episodes, len_sum, env_steps, lag_sum, lag_count, lag_max = sums.tolist()
+        if episodes:
+            self.recent_return = ret_sum / episodes
+            self._recent_length = len_sum / episodes
         n = max(self._updates, 1)
         row = {
             "charts/episodic_return": self.recent_return,
             "charts/episodic_length": self._recent_length,
-            "charts/episodes": float(returns.size),
-            "charts/SPS": self._env_steps / seconds,
+            "charts/episodes": episodes,
+            "charts/SPS": env_steps / seconds,
             **{k: v / n for k, v in sorted(self._losses.items())},
-            "policy_lag/mean": float(np.mean(self._lags)) if self._lags else math.nan,
-            "policy_lag/max": float(np.max(self._lags)) if self._lags else math.nan,
+            "policy_lag/mean": lag_sum / lag_count if lag_count else math.nan,
+            "policy_lag/max": lag_max if lag_count else math.nan,
         }
         per_rollout = max(self._rollouts, 1)
         for k, v in sorted(self._actor.items()):
@@ -94,3 +106,14 @@ class MetricAccumulator:
         row["utilisation/learner"] = self._learner["update"] / seconds
         self._start()
         return row
+
+
+def _sum_over_processes(values: np.ndarray, max_columns: Sequence[int] = ()) -> np.ndarray:
+    """Sums `values` `[n]` over all processes (the max for `max_columns`); a collective."""
+    from jax.experimental import multihost_utils
+
+    gathered = np.asarray(multihost_utils.process_allgather(values), np.float64)  # [P, n]
+    out = gathered.sum(axis=0)
+    for i in max_columns:
+        out[i] = gathered[:, i].max()
+    return out
