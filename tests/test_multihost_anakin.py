@@ -1,4 +1,5 @@
-"""Anakin over JAX's distributed runtime: 2 processes x 2 devices == 1 process x 4 devices.
+"""Anakin over JAX's distributed runtime: 2 processes x 2 devices == 1 process x 4 devices,
+and a checkpoint written by 2 processes resumes in 1.
 
 Processes are local, joined over 127.0.0.1 with gloo CPU collectives by the launcher
 (`python -m podracer.agents.launch`), exactly as a user tries multi-host on a laptop.
@@ -18,10 +19,11 @@ SCRIPT = textwrap.dedent(
     import json, sys, jax, numpy as np
     from podracer.anakin import AnakinConfig, train
     from podracer.agents import DistributedConfig
-    config = AnakinConfig(num_envs=8, rollout_length=4, updates_per_chunk=5, total_env_steps=2 * 160,
-                          progress=False, tensorboard=False, run_name=sys.argv[2] if len(sys.argv) > 2 else None,
-                          runs_root=sys.argv[3] if len(sys.argv) > 3 else "runs", checkpoint_every_chunks=1,
-                          cluster=DistributedConfig(distributed=sys.argv[1] == "dist"))
+    where, chunks, name, root, resume = sys.argv[1:6]
+    config = AnakinConfig(num_envs=8, rollout_length=4, updates_per_chunk=5, total_env_steps=int(chunks) * 160,
+                          progress=False, tensorboard=False, run_name=name, runs_root=root,
+                          checkpoint_every_chunks=1, resume=resume == "resume",
+                          cluster=DistributedConfig(distributed=where == "dist"))
     result = train(config)
     # A fingerprint per parameter array keeps the line short: sum, sum of squares, first value.
     params = [[float(np.sum(x)), float(np.sum(np.square(x))), float(np.ravel(x)[0])]
@@ -38,32 +40,42 @@ def _results(output: str) -> list[dict]:
 
 
 @pytest.mark.slow
-def test_two_processes_match_one_process(tmp_path):
+def test_two_processes_match_one_process_and_their_checkpoint_resumes_in_one(tmp_path):
     script = tmp_path / "run.py"
     script.write_text(SCRIPT)
-    single = subprocess.run(
-        [sys.executable, str(script), "local"], capture_output=True, text=True, timeout=600,
+    runs = str(tmp_path / "runs")
+    single = lambda *args: subprocess.run(
+        [sys.executable, str(script), "local", *args], capture_output=True, text=True, timeout=600,
         env={**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"},
     )
-    assert single.returncode == 0, single.stderr[-3000:]
+    reference = single("4", "reference", runs, "fresh")  # 4 chunks, uninterrupted
+    assert reference.returncode == 0, reference.stderr[-3000:]
+    (reference,) = _results(reference.stdout)
     multi = subprocess.run(
         [sys.executable, "-m", "podracer.agents.launch", "-n", "2", "-d", "2", "--timeout", "500", "--",
-         sys.executable, str(script), "dist", "mh", str(tmp_path / "runs")],
+         sys.executable, str(script), "dist", "2", "mh", runs, "fresh"],
         capture_output=True, text=True, timeout=600,
     )
     assert multi.returncode == 0, multi.stdout[-3000:]
-    (reference,) = _results(single.stdout)
     results = _results(multi.stdout)
     assert sorted(r["process"] for r in results) == [0, 1]
     for r in results:
         assert r["devices"] == 4
-        assert r["losses"] == pytest.approx(reference["losses"], rel=1e-5)
-        for a, b in zip(r["params"], reference["params"]):
-            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
+        assert r["losses"] == pytest.approx(reference["losses"][:2], rel=1e-5)
     # Orbax wrote one checkpoint per chunk from both processes; metrics came from process 0.
     run = tmp_path / "runs" / "mh"
     assert sorted(os.listdir(run / "checkpoints")) == ["1", "2"]
     assert len((run / "metrics.jsonl").read_text().splitlines()) == 2
+
+    # One process (4 devices) resumes the two-process checkpoint: env states, keys and
+    # train state continue, and the run ends where the uninterrupted one did.
+    resumed = single("4", "mh", runs, "resume")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    (resumed,) = _results(resumed.stdout)
+    assert resumed["losses"] == pytest.approx(reference["losses"][2:], rel=1e-4)
+    for a, b in zip(resumed["params"], reference["params"], strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
+    assert len((run / "metrics.jsonl").read_text().splitlines()) == 4
 
 
 FAULT_SCRIPT = textwrap.dedent(
