@@ -42,6 +42,7 @@ from podracer.agents.types import Agent
 from podracer.agents.types import Trajectory
 from podracer.agents.types import make_optimizer
 from podracer.agents.types import masked_mean
+from podracer.agents.types import pmean_flat
 from podracer.agents.types import sgd_update
 
 __version__ = "0.1.0"

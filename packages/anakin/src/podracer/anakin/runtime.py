@@ -21,7 +21,7 @@ import jax.numpy as jnp
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from podracer.agents import Agent, TrainState, Trajectory, init_train_state
+from podracer.agents import Agent, TrainState, Trajectory, init_train_state, pmean_flat
 from podracer.envs import JaxEnv, TimeStep
 
 AXIS = "devices"
@@ -129,7 +129,7 @@ def _episode_sums(timestep: TimeStep) -> tuple[chex.Array, chex.Array, chex.Arra
 def make_chunk(agent: Agent, env: JaxEnv, rollout_length: int, updates_per_chunk: int, mesh: Mesh):
     """The compiled training chunk: `chunk(state) -> (state, ChunkMetrics)`."""
     rollout = make_rollout(agent, env, rollout_length)
-    pmean = lambda tree: jax.lax.pmean(tree, AXIS)
+    pmean = pmean_flat(AXIS)  # one all-reduce for all gradients and metrics
 
     def one_update(state: RunnerState):
         train = state.train

@@ -32,6 +32,7 @@ from jax.sharding import PartitionSpec as P
 from podracer.agents import Agent
 from podracer.agents import TrainState
 from podracer.agents import init_train_state
+from podracer.agents import pmean_flat
 from podracer.sebulba.actor import Actor
 from podracer.sebulba.actor import Rollout
 from podracer.sebulba.lifetime import Supervisor
@@ -94,7 +95,7 @@ def make_update(agent: Agent, mesh: Mesh):
     """`update(state, trajectories, stop_votes) -> (state, metrics, stop)`, jitted and
     sharded over `mesh`. `stop_votes` `[num learner devices]` int32 (split over them)
     are OR-ed into the replicated `stop`: the vote rides on the update's collectives."""
-    reduce_grads = lambda tree: jax.lax.pmean(tree, AXIS)
+    reduce_grads = pmean_flat(AXIS)  # one all-reduce for all gradients and metrics
 
     def update(state: TrainState, trajectories: tuple, stop_votes: jax.Array):
         trajectory = jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=1), *trajectories)
