@@ -3,7 +3,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
-from podracer.agents.policy import categorical_entropy, epsilon_greedy, log_prob, sample_categorical
+from podracer.agents.policy import categorical_entropy, epsilon_greedy, log_prob, sample_categorical, select
 
 
 def test_log_prob_and_entropy_match_numpy():
@@ -36,3 +36,11 @@ def test_epsilon_greedy_frequencies():
         actions = np.asarray(sample(jax.random.key(1), q, eps))
         expected = np.full(3, eps / 3) + np.array([0.0, 1.0 - eps, 0.0])
         np.testing.assert_allclose(np.bincount(actions, minlength=3) / 4000, expected, atol=0.03)
+
+
+def test_select_picks_the_action_and_routes_its_gradient():
+    values = jnp.arange(24.0).reshape(2, 3, 4)
+    action = jnp.array([[0, 3, 1], [2, 2, 0]])
+    np.testing.assert_array_equal(select(values, action), np.take_along_axis(np.asarray(values), np.asarray(action)[..., None], -1)[..., 0])
+    grad = jax.grad(lambda v: jnp.sum(select(v, action) * 2.0))(values)
+    np.testing.assert_array_equal(grad, 2.0 * jax.nn.one_hot(action, 4))

@@ -11,10 +11,19 @@ def sample_categorical(key: chex.PRNGKey, logits: chex.Array) -> chex.Array:
     return jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
 
 
+def select(values: chex.Array, action: chex.Array) -> chex.Array:
+    """`values[..., action]` `[...]` for `[..., A]` values and integer actions `[...]`.
+
+    A one-hot select rather than `take_along_axis`: its gradient is elementwise, where a
+    gather's is a scatter-add, which on CPU made the whole backward pass ~2x slower.
+    """
+    chosen = jnp.arange(values.shape[-1]) == action[..., None]
+    return jnp.sum(jnp.where(chosen, values, 0), axis=-1)
+
+
 def log_prob(logits: chex.Array, action: chex.Array) -> chex.Array:
     """log pi(action) `[...]` for logits `[..., A]` and integer actions `[...]`."""
-    logp = jax.nn.log_softmax(logits, axis=-1)
-    return jnp.take_along_axis(logp, action[..., None].astype(jnp.int32), axis=-1)[..., 0]
+    return select(jax.nn.log_softmax(logits, axis=-1), action)
 
 
 def categorical_entropy(logits: chex.Array) -> chex.Array:

@@ -18,7 +18,7 @@ import rlax
 from podracer.agents import returns
 from podracer.agents.config import check_choice, check_positive, check_range
 from podracer.agents.networks import TORSOS, QNetwork, resolve_torso
-from podracer.agents.policy import epsilon_greedy
+from podracer.agents.policy import epsilon_greedy, select
 from podracer.agents.types import Agent, Trajectory, make_optimizer, masked_mean, sgd_update
 from podracer.envs import EnvSpec
 
@@ -75,7 +75,7 @@ def make_qlambda(spec: EnvSpec, config: QLambdaConfig = QLambdaConfig(), total_u
         )
         targets = jax.lax.stop_gradient(targets)
         a_tm1 = trajectory.action[:-1]
-        q_tm1 = jnp.take_along_axis(q[:-1], a_tm1[..., None], axis=-1)[..., 0]
+        q_tm1 = select(q[:-1], a_tm1)
         td = targets - q_tm1
         value_loss = 0.5 * masked_mean(jnp.square(td), bounds.mask)
         metrics = {
