@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # Installs each package alone (its declared dependencies only) in a fresh environment and
 # runs its own tests there: a missing dependency declaration fails here.
+# `envs+extras` is podracer-envs with its optional extras (gymnax, envpool), so the
+# adapter tests, which skip without them, run against the extras' declared ranges too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export UV_PYTHON_DOWNLOADS=never JAX_NUMPY_RANK_PROMOTION=raise
 packages=("$@")
-[ ${#packages[@]} -eq 0 ] && packages=(envs search agents anakin sebulba)
-for p in "${packages[@]}"; do
-  echo "== podracer-$p alone"
-  venv=".venv-isolated-$p"
-  UV_PROJECT_ENVIRONMENT="$venv" uv sync --locked --package "podracer-$p" --quiet
+[ ${#packages[@]} -eq 0 ] && packages=(envs envs+extras search agents anakin sebulba)
+for entry in "${packages[@]}"; do
+  p="${entry%+extras}"
+  extras=()
+  [ "$entry" != "$p" ] && extras=(--all-extras)
+  echo "== podracer-$entry alone"
+  venv=".venv-isolated-$entry"
+  UV_PROJECT_ENVIRONMENT="$venv" uv sync --locked --package "podracer-$p" "${extras[@]}" --quiet
   # pytest comes from the package's own dev group; -p no:xdist since xdist is not declared here.
   rc=0
   UV_PROJECT_ENVIRONMENT="$venv" uv run --no-sync --package "podracer-$p" \
