@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from podracer.agents import ActorCritic, ImpalaResNet, NatureCNN, QNetwork, Torso, preprocess
-from podracer.agents.networks import resolve_torso
+from podracer.agents.networks import Head, resolve_torso
 from podracer.envs import EnvSpec
 
 
@@ -90,3 +90,13 @@ def test_actor_critic_value_method_matches_call(separate_critic):
     value_only = jax.jit(lambda p, x: net.apply(p, x, method=ActorCritic.value))(params, x)
     np.testing.assert_allclose(value_only, value, rtol=1e-6)
     assert ("critic_torso" in params["params"]) == separate_critic
+
+
+def test_head_is_a_dense_layer_with_its_kernel_stored_features_first():
+    x = jax.random.normal(jax.random.key(1), (2, 5, 8))
+    head = Head(3)
+    params = head.init(jax.random.key(0), x)["params"]
+    assert params["kernel"].shape == (3, 8) and params["bias"].shape == (3,)
+    params = {"kernel": params["kernel"], "bias": jnp.arange(3.0)}
+    y = head.apply({"params": params}, x)
+    np.testing.assert_allclose(y, x @ params["kernel"].T + params["bias"], rtol=1e-5, atol=1e-6)

@@ -45,6 +45,25 @@ class MLP(nn.Module):
         return x
 
 
+class Head(nn.Module):
+    """A dense output layer `[..., D] -> [..., features]` whose kernel is stored `[features, D]`.
+
+    Heads have few outputs (actions, one value). With the usual `[D, features]` kernel the
+    weight gradient is a contraction over the whole batch into a `[D, few]` result, which
+    XLA:CPU runs ~4x slower than the same contraction into `[few, D]` (measured at
+    [17 x 1024] x 256 -> 3); on accelerators the layout makes no difference.
+    """
+
+    features: int
+    kernel_init: nn.initializers.Initializer = _orthogonal(1.0)
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        kernel = self.param("kernel", self.kernel_init, (self.features, x.shape[-1]))
+        bias = self.param("bias", nn.initializers.zeros_init(), (self.features,))
+        return jnp.einsum("...d,fd->...f", x, kernel) + bias
+
+
 class NatureCNN(nn.Module):
     """The DQN torso (Mnih et al., 2015): 3 convolutions and a 512-unit layer."""
 
@@ -134,8 +153,8 @@ class ActorCritic(nn.Module):
         make = lambda: Torso(self.torso, self.observation_ndim, self.hidden_sizes, self.activation)
         self.actor_torso = make()
         self.critic_torso = make() if self.separate_critic else None
-        self.policy_head = nn.Dense(self.num_actions, kernel_init=_orthogonal(0.01))
-        self.value_head = nn.Dense(1, kernel_init=_orthogonal(1.0))
+        self.policy_head = Head(self.num_actions, kernel_init=_orthogonal(0.01))
+        self.value_head = Head(1, kernel_init=_orthogonal(1.0))
 
     def __call__(self, observation: jax.Array) -> tuple[jax.Array, jax.Array]:
         h = self.actor_torso(observation)
@@ -159,4 +178,4 @@ class QNetwork(nn.Module):
     @nn.compact
     def __call__(self, observation: jax.Array) -> jax.Array:
         h = Torso(self.torso, self.observation_ndim, self.hidden_sizes, self.activation)(observation)
-        return nn.Dense(self.num_actions, kernel_init=_orthogonal(1.0))(h)
+        return Head(self.num_actions, kernel_init=_orthogonal(1.0))(h)
