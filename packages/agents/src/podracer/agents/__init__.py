@@ -24,6 +24,11 @@ from podracer.agents.ppo import make_ppo
 from podracer.agents.qlambda import QLambdaConfig
 from podracer.agents.qlambda import make_qlambda
 from podracer.agents.registry import AGENTS
+from podracer.agents.replay import Replay
+from podracer.agents.replay import ReplayConfig
+from podracer.agents.replay import ReplaySample
+from podracer.agents.replay import ReplayState
+from podracer.agents.replay import make_replay
 from podracer.agents.registry import agent_config
 from podracer.agents.registry import make_agent
 from podracer.agents.registry import register_agent

@@ -55,6 +55,7 @@ from podracer.agents.muzero_networks import MuZeroNetwork
 from podracer.agents.muzero_networks import make_model
 from podracer.agents.muzero_networks import scale_gradient
 from podracer.agents.policy import categorical_entropy
+from podracer.agents.replay import ReplayConfig
 from podracer.agents.types import Agent
 from podracer.agents.types import Trajectory
 from podracer.agents.types import make_optimizer
@@ -96,6 +97,8 @@ class MuZeroConfig:
     # Acting: a uniformly random action with this probability (the search policy target is
     # unchanged). Keeps the model seeing every action where the search policy is sharp.
     exploration_epsilon: float = 0.0
+    # Sequence replay (capacity 0: each trajectory is learned from once, as it arrives).
+    replay: ReplayConfig = ReplayConfig()
 
     def __post_init__(self):
         check_positive(self, "learning_rate", "num_unroll_steps", "td_steps", "latent_size")
@@ -108,6 +111,8 @@ class MuZeroConfig:
             check_range(self, name, 0.0, float("inf"))
         check_choice(self, "torso", MUZERO_TORSOS)
         check_choice(self, "value_bootstrap", ("network", "search"))
+        if not isinstance(self.replay, ReplayConfig):
+            fail(self, "replay", "a podracer.agents.ReplayConfig")
         if not isinstance(self.search, SearchConfig):
             fail(self, "search", "a podracer.search.SearchConfig")
         for name in ("value_support", "reward_support"):
@@ -247,25 +252,35 @@ def make_muzero(
         # Deterministic search (no Gumbel noise / root noise): the key is unused.
         return search(params, jax.random.PRNGKey(0), model, observation, greedy_search).action
 
-    def loss(params, trajectory: Trajectory, key: chex.PRNGKey):
-        del key
+    def value_targets(params, trajectory: Trajectory):
+        """Latents `[T+1, B, L]`, predicted values `[T+1, B]` and n-step targets `[T+1, B]`."""
         ts = trajectory.timestep
         bounds = returns.boundaries(ts, config.gamma)
-        root_value = trajectory.extras["root_value"]  # [T+1, B]
         latents = net.apply(params, ts.observation, method=MuZeroNetwork.represent)  # [T+1, B, L]
-        if config.value_bootstrap == "search":
-            values = root_value
-        else:
-            _, value_logits = net.apply(params, latents, method=MuZeroNetwork.predict)
-            values = config.value_support.logits_to_scalar(value_logits)
+        _, value_logits = net.apply(params, latents, method=MuZeroNetwork.predict)
+        values = config.value_support.logits_to_scalar(value_logits)
+        boot = trajectory.extras["root_value"] if config.value_bootstrap == "search" else values
         final_v = None
         if spec.can_truncate and ts.final_observation is not None:
             final_v = model.prediction(
                 params, model.representation(params, ts.final_observation[1:])
             ).value
-        v_t = jax.lax.stop_gradient(returns.bootstrap_values(values, final_v, ts))
+        v_t = jax.lax.stop_gradient(returns.bootstrap_values(boot, final_v, ts))
         g = n_step_returns(bounds.reward, bounds.discount, bounds.cut, v_t, config.td_steps)
-        g = jnp.concatenate([g, values[-1:]], axis=0)  # state T: its own value
+        g = jnp.concatenate([g, jax.lax.stop_gradient(boot[-1:])], axis=0)  # state T: its own
+        return latents, values, g, bounds
+
+    def priority(params, trajectory: Trajectory):
+        """Mean |value - n-step target| over each sequence's learnable positions: `[B]`."""
+        _, values, g, bounds = value_targets(params, trajectory)
+        mask = bounds.mask.astype(jnp.float32)
+        error = jnp.abs(values[:-1] - g[:-1]) * mask
+        return jnp.sum(error, axis=0) / jnp.maximum(jnp.sum(mask, axis=0), 1.0)
+
+    def loss(params, trajectory: Trajectory, key: chex.PRNGKey):
+        del key
+        root_value = trajectory.extras["root_value"]  # [T+1, B]
+        latents, _, g, bounds = value_targets(params, trajectory)
         targets = jax.lax.stop_gradient(unroll_targets(trajectory, g, bounds, num_unroll))
 
         latent = latents[:-1]
@@ -288,11 +303,15 @@ def make_muzero(
             )
             latent = scale_gradient(latent, 0.5)
 
-        # Sum over unroll steps (step 0 weight 1, unrolled steps 1/K), mean over positions.
+        # Sum over unroll steps (step 0 weight 1, unrolled steps 1/K), mean over positions;
+        # replayed sequences are weighted by their importance weights (prioritised replay).
         count = jnp.maximum(jnp.sum(bounds.mask.astype(jnp.float32)), 1.0)
         step_weight = jnp.array([1.0] + [1.0 / num_unroll] * num_unroll)[:, None, None]
+        sequence_weight = trajectory.extras.get("replay_weight")
+        sequence_weight = 1.0 if sequence_weight is None else sequence_weight[:-1]
 
         def weighted(ce, mask, weight):
+            weight = weight * sequence_weight
             return jnp.sum(jnp.stack(ce) * mask.astype(jnp.float32) * weight) / count
 
         value_loss = weighted(value_ce, targets.value_mask, step_weight)
@@ -326,4 +345,6 @@ def make_muzero(
         loss=loss,
         optimizer=optimizer,
         update=sgd_update(loss, optimizer),
+        replay=config.replay if config.replay.enabled else None,
+        priority=priority,
     )

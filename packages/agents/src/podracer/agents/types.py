@@ -67,6 +67,13 @@ class Agent(NamedTuple):
     optimizer: optax.GradientTransformation
     # update(params, opt_state, trajectory, key, reduce_grads) -> (params, opt_state, metrics)
     update: Callable[..., tuple[Params, optax.OptState, Metrics]]
+    # Optional replay (a `podracer.agents.ReplayConfig`; None or capacity 0: each
+    # trajectory is learned from once, as it arrives). A replayed trajectory may carry
+    # `extras["replay_weight"]` `[T+1, B]`, importance weights the loss applies per sequence.
+    replay: Any = None
+    # priority(params, trajectory [T+1, B]) -> [B] float32: replay priority of each
+    # sequence (prioritised replay only).
+    priority: Callable[[Params, Trajectory], chex.Array] | None = None
 
 
 def sgd_update(

@@ -58,6 +58,12 @@ class AnakinConfig:
                 raise ValueError(f"AnakinConfig.{name} must be >= 0, got {getattr(self, name)!r}")
         if self.num_devices is not None and self.num_devices < 1:
             raise ValueError(f"AnakinConfig.num_devices must be >= 1 or None, got {self.num_devices!r}")
+        replay = getattr(self.agent_config, "replay", None)
+        if replay is not None and replay.enabled and replay.capacity < self.num_envs:
+            raise ValueError(
+                f"{type(self.agent_config).__name__}.replay.capacity={replay.capacity} must be "
+                f">= AnakinConfig.num_envs={self.num_envs} (a rollout adds one sequence per env)"
+            )
         if self.resume and not self.run_name:
             raise ValueError("AnakinConfig.resume needs AnakinConfig.run_name (the run to resume)")
 
@@ -84,6 +90,14 @@ class AnakinConfig:
             raise ValueError(f"AnakinConfig.num_devices={n} but only {num_available} devices exist")
         if self.num_envs % n:
             raise ValueError(f"AnakinConfig.num_envs={self.num_envs} must be divisible by the {n} devices")
+        replay = getattr(self.agent_config, "replay", None)
+        if replay is not None and replay.enabled:
+            owner = f"{type(self.agent_config).__name__}.replay"
+            for name in ("capacity", "sequences_per_update"):
+                if getattr(replay, name) % n:
+                    raise ValueError(
+                        f"{owner}.{name}={getattr(replay, name)} must be divisible by the {n} devices"
+                    )
         if self.eval_every_chunks and self.eval_envs % n:
             raise ValueError(f"AnakinConfig.eval_envs={self.eval_envs} must be divisible by the {n} devices")
         return n

@@ -65,10 +65,13 @@ def train(config: AnakinConfig) -> TrainResult:
     initialize_distributed(config.cluster)
     num_devices = config.check_devices(len(jax.devices()))
     total_updates = config.num_chunks * config.updates_per_chunk
+    replay = getattr(config.agent_config, "replay", None)
+    if replay is not None and replay.enabled:  # learner updates, not actor rollouts
+        total_updates *= replay.updates_per_rollout
     agent = make_agent(config.agent, env.spec, config.agent_config, total_updates=total_updates)
 
     mesh = make_mesh(num_devices)
-    init = make_init(agent, env, config.num_envs, mesh)
+    init = make_init(agent, env, config.num_envs, mesh, config.rollout_length)
     chunk_fn = make_chunk(agent, env, config.rollout_length, config.updates_per_chunk, mesh)
     evaluate = make_evaluate(agent, env, config.eval_envs, config.eval_max_steps, mesh) if config.eval_every_chunks else None
 
