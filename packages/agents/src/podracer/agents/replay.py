@@ -1,8 +1,11 @@
 """A device-resident replay of fixed-length sequences, uniform or prioritised, in pure JAX.
 
-Flashbax (the maintained pure-JAX buffer library) was the first choice; it does not
-install with this stack (see the report in the commit that added this module), so this is
-a small buffer of our own with the same semantics as its prioritised trajectory buffer:
+Flashbax (the maintained pure-JAX buffer library) was the first choice. Version 0.1.3
+installs beside jax 0.10.2 and runs, but its prioritised `add` relies on implicit rank
+promotion (`(11,) + (4, 1)` in `_calculate_new_item_indices`), which this project's
+strict `JAX_NUMPY_RANK_PROMOTION=raise` rejects, and its sum-tree state keeps per-buffer
+scalars (`max_recorded_priority`) that Anakin's per-device buffers would have to shard
+anyway. So this is a small buffer of our own, with its prioritised semantics:
 
 * the buffer is a ring of `capacity` rows; a row is one whole sequence (a pytree whose
   leaves have a leading row axis), written in insertion order, oldest overwritten first;

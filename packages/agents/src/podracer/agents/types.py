@@ -9,15 +9,18 @@ gradients over the devices taking part (identity on one device, `lax.pmean` unde
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from collections.abc import Mapping
+from typing import Any
+from typing import NamedTuple
 
 import chex
 import jax
 import jax.numpy as jnp
 import optax
 
-from podracer.envs import EnvSpec, TimeStep
+from podracer.envs import EnvSpec
+from podracer.envs import TimeStep
 
 Params = Any  # a pytree of arrays
 Extras = Mapping[str, chex.Array]  # per-step outputs of `act` the loss needs (logits, values, ...)
@@ -87,7 +90,11 @@ def sgd_update(
         grads, metrics = reduce_grads((grads, metrics))
         updates, opt_state = optimizer.update(grads, opt_state, params)
         params = optax.apply_updates(params, updates)
-        metrics = {**metrics, "losses/total": reduce_grads(loss), "losses/grad_norm": optax.tree.norm(grads)}
+        metrics = {
+            **metrics,
+            "losses/total": reduce_grads(loss),
+            "losses/grad_norm": optax.tree.norm(grads),
+        }
         return params, opt_state, metrics
 
     return update

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, Literal
+from typing import Annotated
+from typing import Literal
 
 import tyro
 
-from podracer.agents import AGENTS, DistributedConfig, ImpalaConfig, MuZeroConfig, PPOConfig, QLambdaConfig
+from podracer.agents import AGENTS
+from podracer.agents import DistributedConfig
+from podracer.agents import ImpalaConfig
+from podracer.agents import MuZeroConfig
+from podracer.agents import PPOConfig
+from podracer.agents import QLambdaConfig
 
 AgentName = Literal["qlambda", "impala", "ppo", "muzero"]
 
@@ -47,9 +53,18 @@ class AnakinConfig:
 
     def __post_init__(self) -> None:
         if self.agent not in AGENTS:
-            raise ValueError(f"AnakinConfig.agent must be one of {sorted(AGENTS)}, got {self.agent!r}")
-        for name in ("num_envs", "rollout_length", "updates_per_chunk", "total_env_steps",
-                     "eval_envs", "eval_max_steps", "keep_checkpoints"):
+            raise ValueError(
+                f"AnakinConfig.agent must be one of {sorted(AGENTS)}, got {self.agent!r}"
+            )
+        for name in (
+            "num_envs",
+            "rollout_length",
+            "updates_per_chunk",
+            "total_env_steps",
+            "eval_envs",
+            "eval_max_steps",
+            "keep_checkpoints",
+        ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"AnakinConfig.{name} must be a positive int, got {value!r}")
@@ -57,7 +72,9 @@ class AnakinConfig:
             if getattr(self, name) < 0:
                 raise ValueError(f"AnakinConfig.{name} must be >= 0, got {getattr(self, name)!r}")
         if self.num_devices is not None and self.num_devices < 1:
-            raise ValueError(f"AnakinConfig.num_devices must be >= 1 or None, got {self.num_devices!r}")
+            raise ValueError(
+                f"AnakinConfig.num_devices must be >= 1 or None, got {self.num_devices!r}"
+            )
         replay = getattr(self.agent_config, "replay", None)
         if replay is not None and replay.enabled and replay.capacity < self.num_envs:
             raise ValueError(
@@ -89,15 +106,18 @@ class AnakinConfig:
         if n > num_available:
             raise ValueError(f"AnakinConfig.num_devices={n} but only {num_available} devices exist")
         if self.num_envs % n:
-            raise ValueError(f"AnakinConfig.num_envs={self.num_envs} must be divisible by the {n} devices")
+            raise ValueError(
+                f"AnakinConfig.num_envs={self.num_envs} must be divisible by the {n} devices"
+            )
         replay = getattr(self.agent_config, "replay", None)
         if replay is not None and replay.enabled:
             owner = f"{type(self.agent_config).__name__}.replay"
             for name in ("capacity", "sequences_per_update"):
-                if getattr(replay, name) % n:
-                    raise ValueError(
-                        f"{owner}.{name}={getattr(replay, name)} must be divisible by the {n} devices"
-                    )
+                value = getattr(replay, name)
+                if value % n:
+                    raise ValueError(f"{owner}.{name}={value} must be divisible by the {n} devices")
         if self.eval_every_chunks and self.eval_envs % n:
-            raise ValueError(f"AnakinConfig.eval_envs={self.eval_envs} must be divisible by the {n} devices")
+            raise ValueError(
+                f"AnakinConfig.eval_envs={self.eval_envs} must be divisible by the {n} devices"
+            )
         return n

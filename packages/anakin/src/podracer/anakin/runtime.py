@@ -22,17 +22,25 @@ are reproducible for a given topology (and exactly resumable) but not topology-i
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
+from typing import NamedTuple
 
 import chex
 import jax
 import jax.numpy as jnp
-from jax.sharding import Mesh, NamedSharding
+from jax.sharding import Mesh
+from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from podracer.agents import Agent, Replay, ReplayConfig, TrainState, Trajectory, init_train_state
+from podracer.agents import Agent
+from podracer.agents import Replay
+from podracer.agents import ReplayConfig
+from podracer.agents import TrainState
+from podracer.agents import Trajectory
+from podracer.agents import init_train_state
 from podracer.agents import make_replay
-from podracer.envs import JaxEnv, TimeStep
+from podracer.envs import JaxEnv
+from podracer.envs import TimeStep
 
 AXIS = "devices"
 
@@ -123,7 +131,11 @@ def make_init(
         if agent.replay is not None:
             # A stored sequence looks like one environment's column of a rollout.
             shapes = jax.eval_shape(
-                make_rollout(agent, env, rollout_length), train.params, env_state, timestep, env_keys
+                make_rollout(agent, env, rollout_length),
+                train.params,
+                env_state,
+                timestep,
+                env_keys,
             )[0]
             item = jax.tree.map(lambda x: jnp.zeros(x.shape[:1] + x.shape[2:], x.dtype), shapes)
             one = local_replay(agent.replay, mesh.size).init(item)
@@ -273,7 +285,9 @@ def _jit_with_state_shardings(fn, mesh: Mesh):
         if "jit" not in cache:
             shardings = state_shardings(mesh, state)
             cache["jit"] = jax.jit(
-                fn, in_shardings=(shardings,), out_shardings=(shardings, NamedSharding(mesh, P())),
+                fn,
+                in_shardings=(shardings,),
+                out_shardings=(shardings, NamedSharding(mesh, P())),
                 donate_argnums=0,
             )
         return cache["jit"](state)
