@@ -141,3 +141,15 @@ def test_resume_is_bit_exact(tmp_path, agent):
         k: v for k, v in json.loads(line).items() if not k.startswith(("timing/", "charts/SPS"))
     }
     assert [strip(x) for x in lines("a")] == [strip(x) for x in lines("b")]
+
+
+def test_wall_clock_budget_stops_after_the_chunk_that_passes_it(tmp_path):
+    config = AnakinConfig(
+        **{**TINY.__dict__, "max_wall_seconds": 1e-9, "run_name": "w", "runs_root": str(tmp_path)}
+    )
+    result = train(config)
+    assert result.env_steps == 160 and len(result.history) == 1  # 1 of 3 chunks
+    assert result.history[0]["timing/elapsed"] > 0
+    assert (tmp_path / "w" / "checkpoints" / "1").exists()  # the final checkpoint
+    with pytest.raises(ValueError, match="AnakinConfig.max_wall_seconds"):
+        AnakinConfig(max_wall_seconds=-1.0)

@@ -32,6 +32,9 @@ class AnakinConfig:
     rollout_length: int = 16  # T: environment steps per update
     updates_per_chunk: int = 50  # K: updates per compiled chunk (one host call)
     total_env_steps: int = 409_600  # rounded up to whole chunks
+    # Wall-clock budget in seconds (compile included); 0: none. The run stops after the
+    # chunk that passes it, with its final checkpoint, as if that were the last chunk.
+    max_wall_seconds: float = 0.0
     seed: int = 0
     num_devices: int | None = None  # None: every device of every process
     eval_every_chunks: int = 0  # 0: no periodic greedy evaluation
@@ -68,7 +71,7 @@ class AnakinConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"AnakinConfig.{name} must be a positive int, got {value!r}")
-        for name in ("eval_every_chunks", "checkpoint_every_chunks"):
+        for name in ("eval_every_chunks", "checkpoint_every_chunks", "max_wall_seconds"):
             if getattr(self, name) < 0:
                 raise ValueError(f"AnakinConfig.{name} must be >= 0, got {getattr(self, name)!r}")
         if self.num_devices is not None and self.num_devices < 1:

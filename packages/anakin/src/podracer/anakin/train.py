@@ -58,6 +58,7 @@ def train(config: AnakinConfig) -> TrainResult:
     With `config.cluster.distributed`, joins the multi-process run first: the mesh then
     spans every process's devices and gradients are averaged across hosts.
     """
+    start = time.perf_counter()  # for timing/elapsed: wall time of this call, compile included
     env = make_env(config.env)  # validates the name before JAX starts
     initialize_distributed(config.cluster)
     num_devices = config.check_devices(len(jax.devices()))
@@ -133,15 +134,19 @@ def train(config: AnakinConfig) -> TrainResult:
             if evaluate is not None and (chunk + 1) % config.eval_every_chunks == 0:
                 eval_key = jax.random.fold_in(jax.random.PRNGKey(config.seed + 1), chunk)
                 row["eval/episodic_return"] = float(evaluate(state.train.params, eval_key))
+            row["timing/elapsed"] = time.perf_counter() - start
             writer.write(env_steps, row)
             history.append({"env_steps": env_steps, **row})
             progress.update(env_steps, row["charts/SPS"], recent_return)
-            last = chunk + 1 == config.num_chunks
+            out_of_time = 0 < config.max_wall_seconds <= row["timing/elapsed"]
+            last = chunk + 1 == config.num_chunks or out_of_time
             every = config.checkpoint_every_chunks
             if checkpointer is not None and (last or (every and (chunk + 1) % every == 0)):
                 checkpointer.save(
                     chunk + 1, state, _metadata(config, env.spec, env_steps, chunk + 1)
                 )
+            if out_of_time:
+                break
     finally:
         progress.close()
         writer.close()
