@@ -365,11 +365,12 @@ def test_registered_as_muzero(vector_spec):
 
 @pytest.mark.slow
 def test_learns_catch_on_anakin():
-    """Default MuZeroConfig; about 2.5-3 minutes on 2 shared CPU cores (benchmarks/muzero.py).
+    """Default MuZeroConfig (Gumbel, replay); 3-5 minutes on 2 shared CPU cores.
 
     Lives here for the agent's sake but needs podracer-anakin (skipped without it). The
-    training return is that of search-sampled actions (root noise, temperature 1); the
-    greedy return is that of the deterministic search after the last chunk.
+    training return is that of the acting policy (Gumbel-sampled search actions, and a
+    random action 10% of the time: ~0.8 at best); the greedy return is that of the
+    deterministic search after the last chunk. CartPole is benchmarks/muzero.py's.
     """
     anakin = pytest.importorskip("podracer.anakin")
     config = anakin.AnakinConfig(
@@ -384,4 +385,4 @@ def test_learns_catch_on_anakin():
     )
     result = anakin.train(config)
     assert result.history[-1]["eval/episodic_return"] >= 0.9
-    assert anakin.final_return(result, last=2) >= 0.8
+    assert anakin.final_return(result, last=2) >= 0.6  # random play: about -0.6
