@@ -1,72 +1,78 @@
-"""MuZero on Anakin: frames per second, search versus learning, and returns (figures only).
+"""MuZero on Anakin: frames per second, compile, wall time to target, search vs learning.
 
-1. Catch and gymnax CartPole-v1: training frames per second after compile, compile
-   time, wall time (compile included), training return (search-sampled actions) and the
-   first env step count where it reached the target (Catch 0.9, CartPole 475).
-2. The share of a chunk spent acting (a search on every step + env step) versus learning
-   (unroll, loss, gradient, optimizer): an act-only chunk with the same rollouts and no
-   update, timed against the full chunk.
+One table, one row per task (Catch, gymnax CartPole-v1), each trained with the
+`MuZeroConfig` defaults (Gumbel search, sequence replay: see the agent's module doc):
+
+* FPS: training frames per second after the first (compiling) chunk;
+* compile s: the first chunk's time beyond a steady chunk;
+* to target: wall time (compile included, evaluations included) and env steps until the
+  greedy evaluation (deterministic search, `eval_envs` episodes) first reaches the target
+  (Catch 0.9, CartPole 475), within the task's wall-clock budget;
+* final: the training return (search-sampled actions, with exploration) of the last two
+  chunks and the last greedy evaluation;
+* search / learning: the share of a chunk spent acting (a search on every step and the
+  env step) versus learning (replay, unroll, loss, gradient, optimizer), from an act-only
+  chunk with the same rollouts timed against the full chunk.
 
 Peer figure (issue 6): Stoix's Anakin MuZero (mctx, 1024 envs) runs CartPole-v1 at about
 860 steps/s with 48 s of compile, and its return is still 30-100 after 10 minutes.
 
-    python benchmarks/muzero.py                       # Catch, CartPole, timing split
-    python benchmarks/muzero.py --quick               # Catch and its timing split only
-    python benchmarks/muzero.py --cartpole-steps 4000000
+    python benchmarks/muzero.py                  # Catch, then CartPole (10-minute budget)
+    python benchmarks/muzero.py --tasks cartpole --seconds 600
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import time
 
-# The learning configuration (see packages/agents/tests/test_muzero.py).
+# Actor batch: 32 envs x 16 steps per rollout; the learner batch is set by the replay.
 ANAKIN = dict(
-    num_envs=32, rollout_length=16, updates_per_chunk=100, progress=False, tensorboard=False
+    agent="muzero",
+    num_envs=32,
+    rollout_length=16,
+    updates_per_chunk=50,
+    total_env_steps=100_000_000,  # the wall-clock budget ends the run
+    eval_every_chunks=2,
+    eval_envs=32,
+    eval_max_steps=500,
+    progress=False,
+    tensorboard=False,
 )
+TASKS = {  # name -> (env, target, default wall-clock budget in seconds)
+    "catch": ("catch", 0.9, 240.0),
+    "cartpole": ("gymnax:CartPole-v1", 475.0, 600.0),
+}
 
 
-def anakin_config(env: str, total_env_steps: int):
-    """The test's configuration: MuZeroConfig defaults (PUCT, 8 simulations), a greedy
-    evaluation (deterministic search) after the last chunk."""
+def anakin_config(env: str, seconds: float, **overrides):
     from podracer.anakin import AnakinConfig
 
-    steps_per_chunk = ANAKIN["num_envs"] * ANAKIN["rollout_length"] * ANAKIN["updates_per_chunk"]
-    num_chunks = -(-total_env_steps // steps_per_chunk)
-    return AnakinConfig(
-        env=env,
-        agent="muzero",
-        total_env_steps=total_env_steps,
-        eval_every_chunks=num_chunks,
-        eval_max_steps=500,
-        **ANAKIN,
-    )
+    return AnakinConfig(**{**ANAKIN, "env": env, "max_wall_seconds": seconds, **overrides})
 
 
-def learn(name: str, config, target: float) -> dict:
+def learn(config, target: float) -> dict:
     from podracer.anakin import final_return
     from podracer.anakin import train
 
-    t0 = time.perf_counter()
     result = train(config)
-    wall = time.perf_counter() - t0
-    reached = next(
-        (h["env_steps"] for h in result.history if h["charts/episodic_return"] >= target), None
-    )
+    evals = [h for h in result.history if "eval/episodic_return" in h]
+    reached = next((h for h in evals if h["eval/episodic_return"] >= target), None)
     return {
-        "task": name,
-        "sps": result.sps,
+        "fps": result.sps,
         "compile_s": result.compile_seconds,
-        "wall_s": wall,
-        "env_steps": result.env_steps,
-        "final_return": final_return(result, last=2),
-        "reached": reached,
-        "greedy": result.history[-1].get("eval/episodic_return", float("nan")),
+        "wall_s": result.history[-1]["timing/elapsed"],
+        "steps": result.env_steps,
+        "reached_s": reached["timing/elapsed"] if reached else math.nan,
+        "reached_steps": reached["env_steps"] if reached else None,
+        "train_return": final_return(result, last=2),
+        "eval_return": evals[-1]["eval/episodic_return"] if evals else math.nan,
     }
 
 
-def timing_split(config, repeats: int = 2) -> dict:
-    """Seconds per chunk: full training chunk versus the same rollouts without updates."""
+def acting_share(config, repeats: int = 2) -> float:
+    """Seconds of an act-only chunk (same rollouts, no learning) over a full chunk's."""
     import jax
 
     from podracer.agents import make_agent
@@ -80,7 +86,7 @@ def timing_split(config, repeats: int = 2) -> dict:
     agent = make_agent("muzero", env.spec, config.muzero)
     mesh = make_mesh(1)
     T, updates = config.rollout_length, config.updates_per_chunk
-    state = make_init(agent, env, config.num_envs, mesh)(jax.random.PRNGKey(0))
+    state = make_init(agent, env, config.num_envs, mesh, T)(jax.random.PRNGKey(0))
     chunk = make_chunk(agent, env, T, updates, mesh)
     rollout = make_rollout(agent, env, T)
 
@@ -106,48 +112,47 @@ def timing_split(config, repeats: int = 2) -> dict:
 
     act_s = timed(act_only, (state.train.params, state.env_state, state.timestep, state.env_key))
     train_s = timed(chunk, state)
-    frames = config.num_envs * T * updates
-    return {
-        "env": config.env,
-        "train_fps": frames / train_s,
-        "act_fps": frames / act_s,
-        "act_share": act_s / train_s,
-    }
+    return act_s / train_s
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--quick", action="store_true", help="Catch only")
-    parser.add_argument("--catch-steps", type=int, default=1_433_600)
-    parser.add_argument("--cartpole-steps", type=int, default=3_072_000)
+    parser.add_argument("--tasks", nargs="+", choices=sorted(TASKS), default=list(TASKS))
+    parser.add_argument("--seconds", type=float, help="wall-clock budget per task")
+    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    tasks = [("Catch", "catch", args.catch_steps, 0.9)]
-    if not args.quick:
-        tasks.append(("CartPole-v1", "gymnax:CartPole-v1", args.cartpole_steps, 475.0))
-    rows = [learn(name, anakin_config(env, steps), target) for name, env, steps, target in tasks]
-    print("## MuZero (PUCT, 8 simulations) on Anakin, 1 device, 32 envs x 16 steps per update")
-    print("## train return: search-sampled actions (root noise, temperature 1), last 2 chunks")
+    rows = []
+    for name in args.tasks:
+        env, target, budget = TASKS[name]
+        config = anakin_config(env, args.seconds or budget, seed=args.seed)
+        r = learn(config, target)
+        r["act_share"] = acting_share(config)
+        rows.append((name, target, r))
+
+    m = rows[0][2] and anakin_config("catch", 1).muzero
     print(
-        f"{'task':>12} {'SPS':>8} {'compile s':>10} {'wall s':>8} {'steps':>11} {'reached at':>11} "
-        f"{'train return':>13} {'greedy return':>14}"
+        f"## MuZero on Anakin, 1 device: {ANAKIN['num_envs']} envs x {ANAKIN['rollout_length']} "
+        f"steps per rollout; {m.search.policy} search, {m.search.num_simulations} simulations; "
+        f"replay {m.replay.capacity} sequences, {m.replay.updates_per_rollout} x "
+        f"{m.replay.sequences_per_update} sampled per rollout"
     )
-    for r in rows:
-        reached = f"{r['reached']:,}" if r["reached"] else "-"
+    print(
+        f"{'task':>9} {'FPS':>7} {'compile s':>9} {'target':>6} {'to target s':>11} "
+        f"{'at steps':>10} {'wall s':>7} {'steps':>10} {'train ret':>9} {'eval ret':>8} "
+        f"{'search':>6} {'learning':>8}"
+    )
+    for name, target, r in rows:
+        steps = f"{r['reached_steps']:,}" if r["reached_steps"] else "-"
         print(
-            f"{r['task']:>12} {r['sps']:>8,.0f} {r['compile_s']:>10.1f} {r['wall_s']:>8.1f} "
-            f"{r['env_steps']:>11,} {reached:>11} {r['final_return']:>13.2f} {r['greedy']:>14.2f}",
+            f"{name:>9} {r['fps']:>7,.0f} {r['compile_s']:>9.1f} {target:>6g} "
+            f"{r['reached_s']:>11.0f} {steps:>10} {r['wall_s']:>7.0f} {r['steps']:>10,} "
+            f"{r['train_return']:>9.2f} {r['eval_return']:>8.2f} "
+            f"{r['act_share']:>6.0%} {1 - r['act_share']:>8.0%}",
             flush=True,
         )
-
-    print("\n## Search versus learning (same rollouts: act-only chunk vs full chunk)")
-    print(f"{'env':>22} {'train FPS':>10} {'act-only FPS':>13} {'acting share':>13}")
-    for _, env, _, _ in tasks:
-        r = timing_split(anakin_config(env, 1))
-        fps = f"{r['train_fps']:>10,.0f} {r['act_fps']:>13,.0f}"
-        print(f"{r['env']:>22} {fps} {r['act_share']:>13.1%}")
 
 
 if __name__ == "__main__":

@@ -239,6 +239,51 @@ def test_value_targets_bootstrap_and_use_the_final_observation(
     assert b["cut"][T - 1, 1] and not np.isclose(final_v[T - 1, 1], values[T, 1])
 
 
+def test_priority_is_the_mean_value_error_of_each_sequence(
+    vector_spec, random_trajectory, ref, cheap_init
+):
+    agent = make_muzero(vector_spec, SMALL)
+    params = cheap_init(agent.init, jax.random.key(1), scale=0.5)
+    traj = random_trajectory(vector_spec, T, B, layout="jax")  # column 1 truncated at T
+    rng = np.random.default_rng(1)
+    policy = rng.uniform(size=(T + 1, B, A))
+    traj = traj._replace(
+        extras={
+            "policy": jnp.asarray(policy / policy.sum(-1, keepdims=True), jnp.float32),
+            "root_value": jnp.asarray(rng.normal(size=(T + 1, B)), jnp.float32),
+        }
+    )
+    ts = traj.timestep
+    net = MuZeroNetwork(A, "mlp", 1, 8, (8,), (8,), 13, 9)
+    model = make_model(net, SMALL.value_support, SMALL.reward_support, SMALL.gamma)
+    value = lambda obs: np.asarray(
+        model.prediction(params, model.representation(params, obs)).value
+    )
+    values = value(ts.observation)
+    b = ref.bookkeeping(ts, values, value(ts.final_observation[1:]), SMALL.gamma)
+    g = ref_n_step(b, SMALL.td_steps)
+    mask = np.asarray(b["mask"], np.float64)
+    expected = np.sum(np.abs(values[:-1] - g) * mask, 0) / np.maximum(mask.sum(0), 1.0)
+    np.testing.assert_allclose(jax.jit(agent.priority)(params, traj), expected, rtol=1e-5)
+
+
+def test_replay_weights_scale_each_sequence_loss(agent, params, make_timestep):
+    traj = envpool_trajectory(make_timestep)
+    loss = jax.jit(lambda t: agent.loss(params, t, jax.random.key(0))[0])
+
+    def weighted(w):
+        w = jnp.broadcast_to(jnp.asarray(w, jnp.float32), traj.action.shape)
+        return loss(traj._replace(extras={**traj.extras, "replay_weight": w}))
+
+    plain = float(loss(traj))
+    np.testing.assert_allclose(weighted([1.0, 1.0]), plain, rtol=1e-6)
+    np.testing.assert_allclose(weighted([2.0, 2.0]), 2 * plain, rtol=1e-6)
+    # Linear in each sequence's weight: the two columns' parts add up to the whole.
+    only0, only1 = float(weighted([1.0, 0.0])), float(weighted([0.0, 1.0]))
+    assert only0 > 0 and only1 > 0
+    np.testing.assert_allclose(only0 + only1, plain, rtol=1e-5)
+
+
 def test_loss_ignores_the_dummy_transition_reward(agent, params, make_timestep):
     traj = envpool_trajectory(make_timestep)
     other = traj._replace(
@@ -305,6 +350,7 @@ def test_scale_gradient_and_latent_normalisation():
         (dict(value_cost=-1.0), "value_cost"),
         (dict(value_bootstrap="target"), "value_bootstrap"),
         (dict(exploration_epsilon=1.5), "exploration_epsilon"),
+        (dict(replay={"capacity": 64}), "replay"),
     ],
 )
 def test_config_errors_name_the_field(kwargs, field):
@@ -319,11 +365,12 @@ def test_registered_as_muzero(vector_spec):
 
 @pytest.mark.slow
 def test_learns_catch_on_anakin():
-    """Default MuZeroConfig; about 2.5-3 minutes on 2 shared CPU cores (benchmarks/muzero.py).
+    """Default MuZeroConfig (Gumbel, replay); 3-5 minutes on 2 shared CPU cores.
 
     Lives here for the agent's sake but needs podracer-anakin (skipped without it). The
-    training return is that of search-sampled actions (root noise, temperature 1); the
-    greedy return is that of the deterministic search after the last chunk.
+    training return is that of the acting policy (Gumbel-sampled search actions, and a
+    random action 10% of the time: ~0.8 at best); the greedy return is that of the
+    deterministic search after the last chunk. CartPole is benchmarks/muzero.py's.
     """
     anakin = pytest.importorskip("podracer.anakin")
     config = anakin.AnakinConfig(
@@ -338,4 +385,4 @@ def test_learns_catch_on_anakin():
     )
     result = anakin.train(config)
     assert result.history[-1]["eval/episodic_return"] >= 0.9
-    assert anakin.final_return(result, last=2) >= 0.8
+    assert anakin.final_return(result, last=2) >= 0.6  # random play: about -0.6

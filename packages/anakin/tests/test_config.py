@@ -2,7 +2,8 @@
 
 import pytest
 
-from podracer.anakin import AnakinConfig, train
+from podracer.anakin import AnakinConfig
+from podracer.anakin import train
 from podracer.anakin.cli import main
 
 

@@ -2,8 +2,11 @@
 
 import pytest
 
-from podracer.agents import ImpalaConfig, PPOConfig
-from podracer.anakin import AnakinConfig, final_return, train
+from podracer.agents import ImpalaConfig
+from podracer.agents import PPOConfig
+from podracer.anakin import AnakinConfig
+from podracer.anakin import final_return
+from podracer.anakin import train
 
 pytestmark = pytest.mark.slow
 
@@ -28,8 +31,13 @@ def test_actor_critic_agents_learn_catch(agent, overrides):
 def test_ppo_solves_cartpole_at_purejaxrl_settings():
     # PureJaxRL's CartPole PPO: 4 envs x 128 steps, 4 epochs x 4 minibatches, 5e5 steps.
     config = AnakinConfig(
-        env="gymnax:CartPole-v1", agent="ppo", num_envs=4, rollout_length=128,
-        updates_per_chunk=100, total_env_steps=500_000, progress=False,
+        env="gymnax:CartPole-v1",
+        agent="ppo",
+        num_envs=4,
+        rollout_length=128,
+        updates_per_chunk=100,
+        total_env_steps=500_000,
+        progress=False,
     )
     result = train(config)
     assert final_return(result, last=2) >= 475

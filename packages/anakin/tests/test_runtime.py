@@ -9,12 +9,44 @@ import jax
 import numpy as np
 import pytest
 
-from podracer.anakin import AnakinConfig, make_chunk, make_init, make_mesh, train
+from podracer.agents import MuZeroConfig
+from podracer.agents import ReplayConfig
 from podracer.agents import make_agent
+from podracer.anakin import AnakinConfig
+from podracer.anakin import make_chunk
+from podracer.anakin import make_init
+from podracer.anakin import make_mesh
+from podracer.anakin import train
 from podracer.envs import make
+from podracer.search import DiscreteSupport
+from podracer.search import SearchConfig
 
-TINY = AnakinConfig(num_envs=8, rollout_length=4, updates_per_chunk=5, total_env_steps=3 * 160,
-                    progress=False, tensorboard=False)
+# A tiny MuZero with prioritised replay: 2 updates per rollout on 6 sampled sequences.
+TINY_MUZERO = MuZeroConfig(
+    num_unroll_steps=2,
+    td_steps=2,
+    search=SearchConfig(policy="muzero", num_simulations=2),
+    value_support=DiscreteSupport(-2.0, 2.0, 5, scaled=True),
+    reward_support=DiscreteSupport(-1.0, 1.0, 3, scaled=True),
+    torso_hidden_sizes=(8,),
+    latent_size=8,
+    hidden_sizes=(8,),
+    replay=ReplayConfig(
+        capacity=24,
+        sequences_per_update=6,
+        updates_per_rollout=2,
+        priority_exponent=1.0,
+        importance_exponent=0.5,
+    ),
+)
+TINY = AnakinConfig(
+    num_envs=8,
+    rollout_length=4,
+    updates_per_chunk=5,
+    total_env_steps=3 * 160,
+    progress=False,
+    tensorboard=False,
+)
 
 
 def test_chunk_compiles_once_and_counts_updates():
@@ -33,8 +65,16 @@ def test_chunk_compiles_once_and_counts_updates():
 
 
 def test_run_writes_config_metrics_and_evaluates(tmp_path):
-    config = AnakinConfig(**{**TINY.__dict__, "run_name": "tiny", "runs_root": str(tmp_path),
-                             "eval_every_chunks": 1, "eval_envs": 4, "tensorboard": True})
+    config = AnakinConfig(
+        **{
+            **TINY.__dict__,
+            "run_name": "tiny",
+            "runs_root": str(tmp_path),
+            "eval_every_chunks": 1,
+            "eval_envs": 4,
+            "tensorboard": True,
+        }
+    )
     result = train(config)
     run = tmp_path / "tiny"
     assert json.loads((run / "config.json").read_text())["env"] == "catch"
@@ -45,19 +85,71 @@ def test_run_writes_config_metrics_and_evaluates(tmp_path):
     assert result.env_steps == 480 and not math.isnan(result.sps)
 
 
-@pytest.mark.parametrize("agent", ["qlambda", "ppo"])
+def test_replay_fills_wraps_and_learns_from_samples():
+    env = make("catch")
+    agent = make_agent("muzero", env.spec, TINY_MUZERO)
+    mesh = make_mesh(1)
+    state = make_init(agent, env, 8, mesh, rollout_length=4)(jax.random.PRNGKey(0))
+    assert state.replay.items.action.shape == (1, 24, 5)  # [devices, capacity, T+1]
+    chunk = make_chunk(agent, env, 4, 2, mesh)
+    state, _ = chunk(state)  # 2 rollouts x 8 envs = 16 sequences
+    assert int(state.replay.size[0]) == 16 and int(state.replay.insert_index[0]) == 16
+    # Every stored row is a real sequence: its first step is some env's observation.
+    assert float(np.abs(np.asarray(state.replay.items.timestep.observation[0, :16])).sum()) > 0
+    state, metrics = chunk(state)  # 32 sequences into 24 rows: wrapped
+    assert int(state.replay.size[0]) == 24 and int(state.replay.insert_index[0]) == 8
+    assert int(state.train.update_step) == 4 * 2  # 4 rollouts x 2 learner updates
+    # Prioritised: learned priorities replaced the initial 1s of sampled rows.
+    assert not np.all(np.asarray(state.replay.priorities) == 1.0)
+    assert np.isfinite(float(metrics.losses["losses/total"]))
+    assert chunk.compiled_count() == 1
+
+
+def test_replay_capacity_below_num_envs_fails_naming_the_field():
+    small = MuZeroConfig(replay=ReplayConfig(capacity=4))
+    with pytest.raises(ValueError, match=r"MuZeroConfig.replay.capacity=4"):
+        AnakinConfig(agent="muzero", num_envs=8, muzero=small)
+
+
+@pytest.mark.parametrize("agent", ["qlambda", "ppo", "muzero"])
 def test_resume_is_bit_exact(tmp_path, agent):
-    config = AnakinConfig(**{**TINY.__dict__, "agent": agent, "run_name": "a",
-                             "runs_root": str(tmp_path), "checkpoint_every_chunks": 1})
+    config = AnakinConfig(
+        **{
+            **TINY.__dict__,
+            "agent": agent,
+            "run_name": "a",
+            "runs_root": str(tmp_path),
+            "checkpoint_every_chunks": 1,
+            "muzero": TINY_MUZERO,
+        }
+    )
     if agent == "ppo":  # minibatches must divide the rollout
-        config = AnakinConfig(**{**config.__dict__, "rollout_length": 8, "total_env_steps": 3 * 320})
+        config = AnakinConfig(
+            **{**config.__dict__, "rollout_length": 8, "total_env_steps": 3 * 320}
+        )
     full = train(config)
     # Pretend the run died after its first checkpoint: keep only checkpoint 1, resume.
     shutil.copytree(tmp_path / "a", tmp_path / "b")
     for step in ("2", "3"):
         shutil.rmtree(tmp_path / "b" / "checkpoints" / step)
     resumed = train(AnakinConfig(**{**config.__dict__, "run_name": "b", "resume": True}))
-    jax.tree.map(np.testing.assert_array_equal, jax.device_get(full.state), jax.device_get(resumed.state))
+    jax.tree.map(
+        np.testing.assert_array_equal, jax.device_get(full.state), jax.device_get(resumed.state)
+    )
     lines = lambda run: (tmp_path / run / "metrics.jsonl").read_text().splitlines()
-    strip = lambda line: {k: v for k, v in json.loads(line).items() if not k.startswith(("timing/", "charts/SPS"))}
+    strip = lambda line: {
+        k: v for k, v in json.loads(line).items() if not k.startswith(("timing/", "charts/SPS"))
+    }
     assert [strip(x) for x in lines("a")] == [strip(x) for x in lines("b")]
+
+
+def test_wall_clock_budget_stops_after_the_chunk_that_passes_it(tmp_path):
+    config = AnakinConfig(
+        **{**TINY.__dict__, "max_wall_seconds": 1e-9, "run_name": "w", "runs_root": str(tmp_path)}
+    )
+    result = train(config)
+    assert result.env_steps == 160 and len(result.history) == 1  # 1 of 3 chunks
+    assert result.history[0]["timing/elapsed"] > 0
+    assert (tmp_path / "w" / "checkpoints" / "1").exists()  # the final checkpoint
+    with pytest.raises(ValueError, match="AnakinConfig.max_wall_seconds"):
+        AnakinConfig(max_wall_seconds=-1.0)

@@ -12,9 +12,9 @@ from podracer.agents.impala import make_impala
 from podracer.agents.muzero import MuZeroConfig
 from podracer.agents.muzero import make_muzero
 from podracer.agents.muzero_networks import MuZeroNetwork
+from podracer.agents.networks import MLP
 from podracer.agents.networks import ActorCritic
 from podracer.agents.networks import ImpalaResNet
-from podracer.agents.networks import MLP
 from podracer.agents.networks import NatureCNN
 from podracer.agents.networks import QNetwork
 from podracer.agents.networks import Torso
@@ -27,9 +27,14 @@ from podracer.agents.registry import AGENTS
 from podracer.agents.registry import agent_config
 from podracer.agents.registry import make_agent
 from podracer.agents.registry import register_agent
+from podracer.agents.replay import Replay
+from podracer.agents.replay import ReplayConfig
+from podracer.agents.replay import ReplaySample
+from podracer.agents.replay import ReplayState
+from podracer.agents.replay import make_replay
 from podracer.agents.returns import Boundaries
-from podracer.agents.returns import boundaries
 from podracer.agents.returns import bootstrap_values
+from podracer.agents.returns import boundaries
 from podracer.agents.returns import lambda_advantages
 from podracer.agents.returns import vtrace
 from podracer.agents.run import MetricWriter

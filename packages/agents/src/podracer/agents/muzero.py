@@ -1,9 +1,9 @@
 """MuZero (Schrittwieser et al., 2020) with Gumbel search (Danihelka et al., 2022).
 
 Acting runs `podracer.search.search` on every step; `extras` carry the search policy
-`"policy"` `[B, A]` and the search value `"root_value"` `[B]`. Learning, on each
-trajectory `[T+1, B]` as it arrives (Anakin uses every trajectory once, so the search
-values are those of the current parameters; no target network is needed):
+`"policy"` `[B, A]` and the search value `"root_value"` `[B]`. Learning, on trajectories
+`[T+1, B]`: by default sequences sampled from a replay of past rollouts (`replay`, see
+`podracer.agents.replay`; capacity 0 learns from each rollout once, as it arrives):
 
 * from every position t in [0, T), represent `observation[t]` and unroll the dynamics
   K steps with the actions actually taken, `action[t..t+K-1]`;
@@ -22,17 +22,30 @@ Losses are cross-entropies: to two-hot encodings of the (h-scaled) value and rew
 targets on their `DiscreteSupport`s, and to the search policy. Unrolled steps are
 weighted 1/K and the gradient through each dynamics step is halved (MuZero, appendix G).
 
-Defaults, from learning Catch on Anakin (each trajectory used once, no replay):
-* PUCT search (MuZero) rather than Gumbel MuZero. Gumbel's policy target
-  `softmax(prior_logits + sigma(q))` min-max rescales the root's Q-values, so at the start
-  tiny value noise becomes a full `sigma` of ~5.8 logits, and each fit of the prior adds
-  `sigma` again: the prior locks onto arbitrary actions and exploration stops (training
-  return stayed near random). Visit-count targets with root noise keep exploring. Gumbel
-  stays one `SearchConfig(policy="gumbel")` away.
-* Value targets bootstrap from the network's own value (stop-gradient, current params:
-  "network"), the setting of the runs that learned Catch; bootstrapping from the acting
-  search's root value ("search", no extra forward pass) is kept as an option and was not
-  better in the few runs tried.
+A replayed sequence may carry importance weights (`extras["replay_weight"]`, prioritised
+replay); `priority` gives each sequence's mean |value - n-step target| for its priority.
+
+Defaults, from learning gymnax CartPole-v1 and Catch on Anakin (32 envs x 16 steps):
+* Without replay and exploration, both search policies lock onto arbitrary actions on
+  CartPole: its two actions have nearly equal values, and both PUCT's parent-and-siblings
+  and Gumbel's mix-value transforms min-max rescale the root's Q-values, so a value bias
+  of the untrained model becomes a full-strength policy target; once the policy stops
+  taking an action, no data corrects the model about it. Training return stayed at
+  10-60 (greedy ~9: one action always). Fixed value bounds (`min_max`) instead left the
+  visits at the prior: no improvement at all.
+* `exploration_epsilon=0.1` (a uniformly random action 10% of the time; targets are still
+  the search's) keeps both actions in the data; replay (each sequence learned from ~2
+  times) makes the data go further. With both, PUCT and Gumbel reach returns of 400-500,
+  but with bootstraps from the current network the returns collapsed again and again
+  (greedy return back to ~10 for a chunk), with learning rate 3e-3 or 1e-3.
+* Bootstrapping from the acting search's root values ("search"), which replay makes a
+  few rollouts old, acts as a target network: the runs became smooth. Gumbel with it
+  reached a greedy return of 500 at ~0.77M frames (PUCT plateaued near 120 in 0.8M), so
+  Gumbel MuZero, the issue's stated default, is the default again; Catch still learns
+  (greedy 1.0). Its policy target is sharp (entropy ~0.03 nats): exploration comes from
+  epsilon and the Gumbel noise of acting.
+* Longer windows (T=32, n=16) with network bootstraps, and gamma 0.997, were not better
+  in single runs. Returns still oscillate by a few hundred after first reaching 500.
 * Dynamics and prediction need two hidden layers: with one, the reward model stayed
   action-independent on Catch (the catch depends on ball, paddle and action jointly).
 """
@@ -55,6 +68,7 @@ from podracer.agents.muzero_networks import MuZeroNetwork
 from podracer.agents.muzero_networks import make_model
 from podracer.agents.muzero_networks import scale_gradient
 from podracer.agents.policy import categorical_entropy
+from podracer.agents.replay import ReplayConfig
 from podracer.agents.types import Agent
 from podracer.agents.types import Trajectory
 from podracer.agents.types import make_optimizer
@@ -70,16 +84,15 @@ MUZERO_TORSOS = ("auto", "mlp", "impala_resnet")
 
 @dataclasses.dataclass(frozen=True)
 class MuZeroConfig:
-    learning_rate: float = 3e-3
+    learning_rate: float = 1e-3
     gamma: float = 0.99
     num_unroll_steps: int = 5  # K
     td_steps: int = 10  # n of the n-step value targets
     # What n-step value targets bootstrap from: "network" (the value head on the
     # observation, current params, no gradient) or "search" (the acting search's root value).
-    value_bootstrap: str = "network"
-    # MuZero's PUCT search with visit-count policy targets (see the module doc for why not
-    # Gumbel by default here); 8 simulations suffice for few actions.
-    search: SearchConfig = SearchConfig(policy="muzero", num_simulations=8)
+    value_bootstrap: str = "search"
+    # Gumbel MuZero; 8 simulations suffice for few actions (see the module doc).
+    search: SearchConfig = SearchConfig(policy="gumbel", num_simulations=8)
     # Scaled supports (h(x) space): |value| up to ~110, |reward| up to ~35.
     value_support: DiscreteSupport = DiscreteSupport(-10.0, 10.0, 51, scaled=True)
     reward_support: DiscreteSupport = DiscreteSupport(-5.0, 5.0, 21, scaled=True)
@@ -95,7 +108,13 @@ class MuZeroConfig:
     max_grad_norm: float | None = 10.0
     # Acting: a uniformly random action with this probability (the search policy target is
     # unchanged). Keeps the model seeing every action where the search policy is sharp.
-    exploration_epsilon: float = 0.0
+    exploration_epsilon: float = 0.1
+    # Sequence replay (capacity 0: each trajectory is learned from once, as it arrives):
+    # 8192 sequences (Anakin's 32 envs x 16 steps: the last 256 rollouts), each rollout
+    # followed by 2 updates on 32 sampled sequences (each sequence replayed ~2 times).
+    replay: ReplayConfig = ReplayConfig(
+        capacity=8192, sequences_per_update=32, updates_per_rollout=2
+    )
 
     def __post_init__(self):
         check_positive(self, "learning_rate", "num_unroll_steps", "td_steps", "latent_size")
@@ -108,6 +127,8 @@ class MuZeroConfig:
             check_range(self, name, 0.0, float("inf"))
         check_choice(self, "torso", MUZERO_TORSOS)
         check_choice(self, "value_bootstrap", ("network", "search"))
+        if not isinstance(self.replay, ReplayConfig):
+            fail(self, "replay", "a podracer.agents.ReplayConfig")
         if not isinstance(self.search, SearchConfig):
             fail(self, "search", "a podracer.search.SearchConfig")
         for name in ("value_support", "reward_support"):
@@ -247,25 +268,35 @@ def make_muzero(
         # Deterministic search (no Gumbel noise / root noise): the key is unused.
         return search(params, jax.random.PRNGKey(0), model, observation, greedy_search).action
 
-    def loss(params, trajectory: Trajectory, key: chex.PRNGKey):
-        del key
+    def value_targets(params, trajectory: Trajectory):
+        """Latents `[T+1, B, L]`, predicted values `[T+1, B]` and n-step targets `[T+1, B]`."""
         ts = trajectory.timestep
         bounds = returns.boundaries(ts, config.gamma)
-        root_value = trajectory.extras["root_value"]  # [T+1, B]
         latents = net.apply(params, ts.observation, method=MuZeroNetwork.represent)  # [T+1, B, L]
-        if config.value_bootstrap == "search":
-            values = root_value
-        else:
-            _, value_logits = net.apply(params, latents, method=MuZeroNetwork.predict)
-            values = config.value_support.logits_to_scalar(value_logits)
+        _, value_logits = net.apply(params, latents, method=MuZeroNetwork.predict)
+        values = config.value_support.logits_to_scalar(value_logits)
+        boot = trajectory.extras["root_value"] if config.value_bootstrap == "search" else values
         final_v = None
         if spec.can_truncate and ts.final_observation is not None:
             final_v = model.prediction(
                 params, model.representation(params, ts.final_observation[1:])
             ).value
-        v_t = jax.lax.stop_gradient(returns.bootstrap_values(values, final_v, ts))
+        v_t = jax.lax.stop_gradient(returns.bootstrap_values(boot, final_v, ts))
         g = n_step_returns(bounds.reward, bounds.discount, bounds.cut, v_t, config.td_steps)
-        g = jnp.concatenate([g, values[-1:]], axis=0)  # state T: its own value
+        g = jnp.concatenate([g, jax.lax.stop_gradient(boot[-1:])], axis=0)  # state T: its own
+        return latents, values, g, bounds
+
+    def priority(params, trajectory: Trajectory):
+        """Mean |value - n-step target| over each sequence's learnable positions: `[B]`."""
+        _, values, g, bounds = value_targets(params, trajectory)
+        mask = bounds.mask.astype(jnp.float32)
+        error = jnp.abs(values[:-1] - g[:-1]) * mask
+        return jnp.sum(error, axis=0) / jnp.maximum(jnp.sum(mask, axis=0), 1.0)
+
+    def loss(params, trajectory: Trajectory, key: chex.PRNGKey):
+        del key
+        root_value = trajectory.extras["root_value"]  # [T+1, B]
+        latents, _, g, bounds = value_targets(params, trajectory)
         targets = jax.lax.stop_gradient(unroll_targets(trajectory, g, bounds, num_unroll))
 
         latent = latents[:-1]
@@ -288,11 +319,15 @@ def make_muzero(
             )
             latent = scale_gradient(latent, 0.5)
 
-        # Sum over unroll steps (step 0 weight 1, unrolled steps 1/K), mean over positions.
+        # Sum over unroll steps (step 0 weight 1, unrolled steps 1/K), mean over positions;
+        # replayed sequences are weighted by their importance weights (prioritised replay).
         count = jnp.maximum(jnp.sum(bounds.mask.astype(jnp.float32)), 1.0)
         step_weight = jnp.array([1.0] + [1.0 / num_unroll] * num_unroll)[:, None, None]
+        sequence_weight = trajectory.extras.get("replay_weight")
+        sequence_weight = 1.0 if sequence_weight is None else sequence_weight[:-1]
 
         def weighted(ce, mask, weight):
+            weight = weight * sequence_weight
             return jnp.sum(jnp.stack(ce) * mask.astype(jnp.float32) * weight) / count
 
         value_loss = weighted(value_ce, targets.value_mask, step_weight)
@@ -326,4 +361,6 @@ def make_muzero(
         loss=loss,
         optimizer=optimizer,
         update=sgd_update(loss, optimizer),
+        replay=config.replay if config.replay.enabled else None,
+        priority=priority,
     )

@@ -9,8 +9,10 @@ gradients over the devices taking part (identity on one device, `lax.pmean` unde
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from collections.abc import Mapping
+from typing import Any
+from typing import NamedTuple
 
 import chex
 import jax
@@ -18,7 +20,8 @@ import jax.flatten_util
 import jax.numpy as jnp
 import optax
 
-from podracer.envs import EnvSpec, TimeStep
+from podracer.envs import EnvSpec
+from podracer.envs import TimeStep
 
 Params = Any  # a pytree of arrays
 Extras = Mapping[str, chex.Array]  # per-step outputs of `act` the loss needs (logits, values, ...)
@@ -83,6 +86,13 @@ class Agent(NamedTuple):
     optimizer: optax.GradientTransformation
     # update(params, opt_state, trajectory, key, reduce_grads) -> (params, opt_state, metrics)
     update: Callable[..., tuple[Params, optax.OptState, Metrics]]
+    # Optional replay (a `podracer.agents.ReplayConfig`; None or capacity 0: each
+    # trajectory is learned from once, as it arrives). A replayed trajectory may carry
+    # `extras["replay_weight"]` `[T+1, B]`, importance weights the loss applies per sequence.
+    replay: Any = None
+    # priority(params, trajectory [T+1, B]) -> [B] float32: replay priority of each
+    # sequence (prioritised replay only).
+    priority: Callable[[Params, Trajectory], chex.Array] | None = None
 
 
 def sgd_update(

@@ -12,8 +12,10 @@ from podracer.anakin.config import AnakinConfig
 def main(argv: list[str] | None = None) -> int:
     # tyro reports a failed field validation (__post_init__) and exits with status 2.
     config = tyro.cli(AnakinConfig, args=argv, description=AnakinConfig.__doc__)
-    from podracer.agents import is_main_process, shutdown_distributed
-    from podracer.anakin.train import final_return, train  # JAX starts here, after parsing
+    from podracer.agents import is_main_process
+    from podracer.agents import shutdown_distributed
+    from podracer.anakin.train import final_return  # JAX starts here, after parsing
+    from podracer.anakin.train import train  # JAX starts here, after parsing
 
     try:
         result = train(config)

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, Literal
+from typing import Annotated
+from typing import Literal
 
 import tyro
 
-from podracer.agents import AGENTS, DistributedConfig, ImpalaConfig, MuZeroConfig, PPOConfig, QLambdaConfig
+from podracer.agents import AGENTS
+from podracer.agents import DistributedConfig
+from podracer.agents import ImpalaConfig
+from podracer.agents import MuZeroConfig
+from podracer.agents import PPOConfig
+from podracer.agents import QLambdaConfig
 
 AgentName = Literal["qlambda", "impala", "ppo", "muzero"]
 
@@ -26,6 +32,9 @@ class AnakinConfig:
     rollout_length: int = 16  # T: environment steps per update
     updates_per_chunk: int = 50  # K: updates per compiled chunk (one host call)
     total_env_steps: int = 409_600  # rounded up to whole chunks
+    # Wall-clock budget in seconds (compile included); 0: none. The run stops after the
+    # chunk that passes it, with its final checkpoint, as if that were the last chunk.
+    max_wall_seconds: float = 0.0
     seed: int = 0
     num_devices: int | None = None  # None: every device of every process
     eval_every_chunks: int = 0  # 0: no periodic greedy evaluation
@@ -47,17 +56,34 @@ class AnakinConfig:
 
     def __post_init__(self) -> None:
         if self.agent not in AGENTS:
-            raise ValueError(f"AnakinConfig.agent must be one of {sorted(AGENTS)}, got {self.agent!r}")
-        for name in ("num_envs", "rollout_length", "updates_per_chunk", "total_env_steps",
-                     "eval_envs", "eval_max_steps", "keep_checkpoints"):
+            raise ValueError(
+                f"AnakinConfig.agent must be one of {sorted(AGENTS)}, got {self.agent!r}"
+            )
+        for name in (
+            "num_envs",
+            "rollout_length",
+            "updates_per_chunk",
+            "total_env_steps",
+            "eval_envs",
+            "eval_max_steps",
+            "keep_checkpoints",
+        ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"AnakinConfig.{name} must be a positive int, got {value!r}")
-        for name in ("eval_every_chunks", "checkpoint_every_chunks"):
+        for name in ("eval_every_chunks", "checkpoint_every_chunks", "max_wall_seconds"):
             if getattr(self, name) < 0:
                 raise ValueError(f"AnakinConfig.{name} must be >= 0, got {getattr(self, name)!r}")
         if self.num_devices is not None and self.num_devices < 1:
-            raise ValueError(f"AnakinConfig.num_devices must be >= 1 or None, got {self.num_devices!r}")
+            raise ValueError(
+                f"AnakinConfig.num_devices must be >= 1 or None, got {self.num_devices!r}"
+            )
+        replay = getattr(self.agent_config, "replay", None)
+        if replay is not None and replay.enabled and replay.capacity < self.num_envs:
+            raise ValueError(
+                f"{type(self.agent_config).__name__}.replay.capacity={replay.capacity} must be "
+                f">= AnakinConfig.num_envs={self.num_envs} (a rollout adds one sequence per env)"
+            )
         if self.resume and not self.run_name:
             raise ValueError("AnakinConfig.resume needs AnakinConfig.run_name (the run to resume)")
 
@@ -83,7 +109,18 @@ class AnakinConfig:
         if n > num_available:
             raise ValueError(f"AnakinConfig.num_devices={n} but only {num_available} devices exist")
         if self.num_envs % n:
-            raise ValueError(f"AnakinConfig.num_envs={self.num_envs} must be divisible by the {n} devices")
+            raise ValueError(
+                f"AnakinConfig.num_envs={self.num_envs} must be divisible by the {n} devices"
+            )
+        replay = getattr(self.agent_config, "replay", None)
+        if replay is not None and replay.enabled:
+            owner = f"{type(self.agent_config).__name__}.replay"
+            for name in ("capacity", "sequences_per_update"):
+                value = getattr(replay, name)
+                if value % n:
+                    raise ValueError(f"{owner}.{name}={value} must be divisible by the {n} devices")
         if self.eval_every_chunks and self.eval_envs % n:
-            raise ValueError(f"AnakinConfig.eval_envs={self.eval_envs} must be divisible by the {n} devices")
+            raise ValueError(
+                f"AnakinConfig.eval_envs={self.eval_envs} must be divisible by the {n} devices"
+            )
         return n

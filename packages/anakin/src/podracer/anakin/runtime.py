@@ -8,21 +8,40 @@ Params and optimizer state are replicated; environment states, timesteps and per
 keys are sharded along the batch axis. Each environment's key is derived from its
 global index and acting samples with per-environment keys, so the same global config
 gives the same run on any number of devices.
+
+Agents with replay (`agent.replay`, e.g. MuZero) learn from a sequence buffer instead:
+
+    [scan T: act -> env.step] -> add [T+1, B] as B sequences -> [U x: sample S -> update]
+
+Each device keeps its own buffer of the sequences its environments produced (local
+replay: no cross-device traffic, and the buffer shards like the env states); gradients
+are still averaged over devices. Sampling differs with the device count, so replay runs
+are reproducible for a given topology (and exactly resumable) but not topology-invariant.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
+from typing import NamedTuple
 
 import chex
 import jax
 import jax.numpy as jnp
-from jax.sharding import Mesh, NamedSharding
+from jax.sharding import Mesh
+from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from podracer.agents import Agent, TrainState, Trajectory, init_train_state, pmean_flat
-from podracer.envs import JaxEnv, TimeStep
+from podracer.agents import Agent
+from podracer.agents import Replay
+from podracer.agents import ReplayConfig
+from podracer.agents import TrainState
+from podracer.agents import Trajectory
+from podracer.agents import init_train_state
+from podracer.agents import make_replay
+from podracer.agents import pmean_flat
+from podracer.envs import JaxEnv
+from podracer.envs import TimeStep
 
 AXIS = "devices"
 
@@ -34,6 +53,9 @@ class RunnerState(NamedTuple):
     env_state: Any  # [N, ...] sharded
     timestep: TimeStep  # [N, ...] sharded, the current observation of every env
     env_key: chex.Array  # [N, 2] uint32 sharded, each environment's own random stream
+    # The agent's replay (None without): a `ReplayState` whose every leaf has a leading
+    # device axis [D, ...], sharded, so each device holds its own buffer.
+    replay: Any = None
 
 
 class ChunkMetrics(NamedTuple):
@@ -59,7 +81,23 @@ def state_shardings(mesh: Mesh, state: RunnerState) -> RunnerState:
         env_state=jax.tree.map(lambda _: sharded, state.env_state),
         timestep=jax.tree.map(lambda _: sharded, state.timestep),
         env_key=sharded,
+        replay=jax.tree.map(lambda _: sharded, state.replay),
     )
+
+
+def local_replay(config: ReplayConfig, num_devices: int) -> Replay:
+    """One device's buffer: the config's global sizes split evenly over the devices."""
+    return make_replay(
+        config.capacity // num_devices,
+        config.sequences_per_update // num_devices,
+        config.priority_exponent,
+        config.importance_exponent,
+    )
+
+
+def _batch_major(trajectory: Trajectory) -> Trajectory:
+    """`[T+1, B, ...]` -> `[B, T+1, ...]`: one replay row per environment's sequence."""
+    return jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), trajectory)
 
 
 def _split_per_env(keys: chex.Array, num: int) -> chex.Array:
@@ -74,15 +112,36 @@ def _act_per_env(agent: Agent, params, keys: chex.Array, observation: chex.Array
     return action[:, 0], jax.tree.map(lambda x: x[:, 0], extras)
 
 
-def make_init(agent: Agent, env: JaxEnv, num_envs: int, mesh: Mesh) -> Callable[[chex.PRNGKey], RunnerState]:
-    """`init(key) -> RunnerState`, computed directly into its shardings (multi-host safe)."""
+def make_init(
+    agent: Agent, env: JaxEnv, num_envs: int, mesh: Mesh, rollout_length: int | None = None
+) -> Callable[[chex.PRNGKey], RunnerState]:
+    """`init(key) -> RunnerState`, computed directly into its shardings (multi-host safe).
+
+    `rollout_length` sizes the replay's sequences; agents with replay need it.
+    """
+    if agent.replay is not None and rollout_length is None:
+        raise ValueError(f"make_init: agent {agent.name!r} has replay and needs rollout_length")
 
     def init(key):
         train_key, env_root = jax.random.split(key)
         env_keys = jax.vmap(lambda i: jax.random.fold_in(env_root, i))(jnp.arange(num_envs))
         reset_keys, env_keys = _split_per_env(env_keys, 2)
         env_state, timestep = jax.vmap(env.reset)(reset_keys)
-        return RunnerState(init_train_state(agent, train_key), env_state, timestep, env_keys)
+        train = init_train_state(agent, train_key)
+        replay_state = None
+        if agent.replay is not None:
+            # A stored sequence looks like one environment's column of a rollout.
+            shapes = jax.eval_shape(
+                make_rollout(agent, env, rollout_length),
+                train.params,
+                env_state,
+                timestep,
+                env_keys,
+            )[0]
+            item = jax.tree.map(lambda x: jnp.zeros(x.shape[:1] + x.shape[2:], x.dtype), shapes)
+            one = local_replay(agent.replay, mesh.size).init(item)
+            replay_state = jax.tree.map(lambda x: jnp.broadcast_to(x, (mesh.size, *x.shape)), one)
+        return RunnerState(train, env_state, timestep, env_keys, replay_state)
 
     abstract = jax.eval_shape(init, jax.random.PRNGKey(0))
     return jax.jit(init, out_shardings=state_shardings(mesh, abstract))
@@ -131,18 +190,55 @@ def make_chunk(agent: Agent, env: JaxEnv, rollout_length: int, updates_per_chunk
     rollout = make_rollout(agent, env, rollout_length)
     pmean = pmean_flat(AXIS)  # one all-reduce for all gradients and metrics
 
-    def one_update(state: RunnerState):
-        train = state.train
-        trajectory, (env_state, timestep, env_key) = rollout(
-            train.params, state.env_state, state.timestep, state.env_key
-        )
+    replay = None if agent.replay is None else local_replay(agent.replay, mesh.size)
+
+    def learn_on_trajectory(train: TrainState, trajectory: Trajectory, replay_state):
         key, update_key = jax.random.split(train.key)
         params, opt_state, losses = agent.update(
             train.params, train.opt_state, trajectory, update_key, reduce_grads=pmean
         )
-        train = TrainState(params, opt_state, key, train.update_step + 1)
+        return TrainState(params, opt_state, key, train.update_step + 1), losses, replay_state
+
+    def learn_from_replay(train: TrainState, trajectory: Trajectory, replay_state):
+        local = jax.tree.map(lambda x: x[0], replay_state)  # this device's buffer
+        local = replay.add(local, _batch_major(trajectory))
+        key, replay_key = jax.random.split(train.key)
+        # Devices sample their own buffers with their own keys.
+        replay_key = jax.random.fold_in(replay_key, jax.lax.axis_index(AXIS))
+
+        def one(carry, step_key):
+            params, opt_state, local = carry
+            sample_key, update_key = jax.random.split(step_key)
+            sample = replay.sample(local, sample_key)
+            batch = _batch_major(sample.items)  # back to time-major [T+1, S]
+            weights = jnp.broadcast_to(sample.weights, batch.action.shape)
+            batch = batch._replace(extras={**batch.extras, "replay_weight": weights})
+            params, opt_state, losses = agent.update(
+                params, opt_state, batch, update_key, reduce_grads=pmean
+            )
+            if agent.replay.prioritised:
+                priorities = jax.lax.stop_gradient(agent.priority(params, batch))
+                local = replay.update_priorities(local, sample.indices, priorities)
+            return (params, opt_state, local), losses
+
+        keys = jax.random.split(replay_key, agent.replay.updates_per_rollout)
+        (params, opt_state, local), losses = jax.lax.scan(
+            one, (train.params, train.opt_state, local), keys
+        )
+        losses = jax.tree.map(lambda x: jnp.mean(x, axis=0), losses)
+        num_updates = agent.replay.updates_per_rollout
+        train = TrainState(params, opt_state, key, train.update_step + num_updates)
+        return train, losses, jax.tree.map(lambda x: x[None], local)
+
+    learn = learn_on_trajectory if replay is None else learn_from_replay
+
+    def one_update(state: RunnerState):
+        trajectory, (env_state, timestep, env_key) = rollout(
+            state.train.params, state.env_state, state.timestep, state.env_key
+        )
+        train, losses, replay_state = learn(state.train, trajectory, state.replay)
         sums = jax.lax.psum(_episode_sums(trajectory.timestep), AXIS)
-        return RunnerState(train, env_state, timestep, env_key), losses, sums
+        return RunnerState(train, env_state, timestep, env_key, replay_state), losses, sums
 
     def chunk(state: RunnerState):
         losses_shape = jax.eval_shape(lambda s: one_update(s)[1], state)
@@ -190,7 +286,9 @@ def _jit_with_state_shardings(fn, mesh: Mesh):
         if "jit" not in cache:
             shardings = state_shardings(mesh, state)
             cache["jit"] = jax.jit(
-                fn, in_shardings=(shardings,), out_shardings=(shardings, NamedSharding(mesh, P())),
+                fn,
+                in_shardings=(shardings,),
+                out_shardings=(shardings, NamedSharding(mesh, P())),
                 donate_argnums=0,
             )
         return cache["jit"](state)

@@ -8,29 +8,26 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, NamedTuple
+from typing import Any
+from typing import NamedTuple
 
 import jax
 import numpy as np
 
-from podracer.agents import (
-    Checkpointer,
-    MetricWriter,
-    Progress,
-    RunDir,
-    abstract_like,
-    initialize_distributed,
-    make_agent,
-)
+from podracer.agents import Checkpointer
+from podracer.agents import MetricWriter
+from podracer.agents import Progress
+from podracer.agents import RunDir
+from podracer.agents import abstract_like
+from podracer.agents import initialize_distributed
+from podracer.agents import make_agent
 from podracer.anakin.config import AnakinConfig
-from podracer.anakin.runtime import (
-    RunnerState,
-    make_chunk,
-    make_evaluate,
-    make_init,
-    make_mesh,
-    state_shardings,
-)
+from podracer.anakin.runtime import RunnerState
+from podracer.anakin.runtime import make_chunk
+from podracer.anakin.runtime import make_evaluate
+from podracer.anakin.runtime import make_init
+from podracer.anakin.runtime import make_mesh
+from podracer.anakin.runtime import state_shardings
 from podracer.envs import make as make_env
 
 
@@ -61,16 +58,24 @@ def train(config: AnakinConfig) -> TrainResult:
     With `config.cluster.distributed`, joins the multi-process run first: the mesh then
     spans every process's devices and gradients are averaged across hosts.
     """
+    start = time.perf_counter()  # for timing/elapsed: wall time of this call, compile included
     env = make_env(config.env)  # validates the name before JAX starts
     initialize_distributed(config.cluster)
     num_devices = config.check_devices(len(jax.devices()))
     total_updates = config.num_chunks * config.updates_per_chunk
+    replay = getattr(config.agent_config, "replay", None)
+    if replay is not None and replay.enabled:  # learner updates, not actor rollouts
+        total_updates *= replay.updates_per_rollout
     agent = make_agent(config.agent, env.spec, config.agent_config, total_updates=total_updates)
 
     mesh = make_mesh(num_devices)
-    init = make_init(agent, env, config.num_envs, mesh)
+    init = make_init(agent, env, config.num_envs, mesh, config.rollout_length)
     chunk_fn = make_chunk(agent, env, config.rollout_length, config.updates_per_chunk, mesh)
-    evaluate = make_evaluate(agent, env, config.eval_envs, config.eval_max_steps, mesh) if config.eval_every_chunks else None
+    evaluate = (
+        make_evaluate(agent, env, config.eval_envs, config.eval_max_steps, mesh)
+        if config.eval_every_chunks
+        else None
+    )
 
     run_dir = RunDir(config.runs_root, config.run_name) if config.run_name else None
     is_writer = jax.process_index() == 0
@@ -88,13 +93,16 @@ def train(config: AnakinConfig) -> TrainResult:
     else:
         state = init(key)
     writer = MetricWriter(
-        run_dir if is_writer else None, config.tensorboard,
+        run_dir if is_writer else None,
+        config.tensorboard,
         truncate_after=env_steps if config.resume else None,
     )
     if run_dir is not None and is_writer:
         run_dir.write_config(config)
 
-    progress = Progress(config.num_chunks * config.steps_per_chunk, enabled=config.progress and is_writer)
+    progress = Progress(
+        config.num_chunks * config.steps_per_chunk, enabled=config.progress and is_writer
+    )
     history: list[dict[str, float]] = []
     steady_seconds, steady_chunks, first_seconds = 0.0, 0, None
     recent_return = math.nan
@@ -115,7 +123,9 @@ def train(config: AnakinConfig) -> TrainResult:
                 recent_return = float(metrics.episode_return_sum) / count
             row = {
                 "charts/episodic_return": recent_return,
-                "charts/episodic_length": float(metrics.episode_length_sum) / count if count else math.nan,
+                "charts/episodic_length": float(metrics.episode_length_sum) / count
+                if count
+                else math.nan,
                 "charts/episodes": count,
                 "charts/SPS": config.steps_per_chunk / seconds,
                 "timing/chunk": seconds,
@@ -124,13 +134,19 @@ def train(config: AnakinConfig) -> TrainResult:
             if evaluate is not None and (chunk + 1) % config.eval_every_chunks == 0:
                 eval_key = jax.random.fold_in(jax.random.PRNGKey(config.seed + 1), chunk)
                 row["eval/episodic_return"] = float(evaluate(state.train.params, eval_key))
+            row["timing/elapsed"] = time.perf_counter() - start
             writer.write(env_steps, row)
             history.append({"env_steps": env_steps, **row})
             progress.update(env_steps, row["charts/SPS"], recent_return)
-            last = chunk + 1 == config.num_chunks
+            out_of_time = 0 < config.max_wall_seconds <= row["timing/elapsed"]
+            last = chunk + 1 == config.num_chunks or out_of_time
             every = config.checkpoint_every_chunks
             if checkpointer is not None and (last or (every and (chunk + 1) % every == 0)):
-                checkpointer.save(chunk + 1, state, _metadata(config, env.spec, env_steps, chunk + 1))
+                checkpointer.save(
+                    chunk + 1, state, _metadata(config, env.spec, env_steps, chunk + 1)
+                )
+            if out_of_time:
+                break
     finally:
         progress.close()
         writer.close()
@@ -140,12 +156,17 @@ def train(config: AnakinConfig) -> TrainResult:
     sps = steady_chunks * config.steps_per_chunk / steady_seconds if steady_chunks else math.nan
     if steady_chunks == 0 and first_seconds:
         sps = config.steps_per_chunk / first_seconds
-    compile_seconds = (first_seconds or 0.0) - (steady_seconds / steady_chunks if steady_chunks else 0.0)
+    compile_seconds = (first_seconds or 0.0) - (
+        steady_seconds / steady_chunks if steady_chunks else 0.0
+    )
     return TrainResult(state, history, env_steps, float(sps), float(compile_seconds))
 
 
 def final_return(result: TrainResult, last: int = 3) -> float:
     """Mean training return over the last `last` chunks that saw an episode end."""
-    returns = [h["charts/episodic_return"] for h in result.history if not math.isnan(h["charts/episodic_return"])]
+    returns = [
+        h["charts/episodic_return"]
+        for h in result.history
+        if not math.isnan(h["charts/episodic_return"])
+    ]
     return float(np.mean(returns[-last:])) if returns else math.nan
-

@@ -1,0 +1,154 @@
+"""A device-resident replay of fixed-length sequences, uniform or prioritised, in pure JAX.
+
+Flashbax (the maintained pure-JAX buffer library) was the first choice. Version 0.1.3
+installs beside jax 0.10.2 and runs, but its prioritised `add` relies on implicit rank
+promotion (`(11,) + (4, 1)` in `_calculate_new_item_indices`), which this project's
+strict `JAX_NUMPY_RANK_PROMOTION=raise` rejects, and its sum-tree state keeps per-buffer
+scalars (`max_recorded_priority`) that Anakin's per-device buffers would have to shard
+anyway. So this is a small buffer of our own, with its prioritised semantics:
+
+* the buffer is a ring of `capacity` rows; a row is one whole sequence (a pytree whose
+  leaves have a leading row axis), written in insertion order, oldest overwritten first;
+* sampling draws `batch_size` rows with replacement, row i with probability
+  P(i) = p_i^alpha / sum_j p_j^alpha over the filled rows (Schaul et al., 2016); alpha = 0
+  is uniform sampling over the filled rows;
+* new rows get the largest priority in the buffer (1 when empty), so every sequence is
+  likely to be seen at least once before its learned priority is known;
+* importance weights w_i = (N P(i))^-beta / max_batch w correct the sampling bias.
+
+All functions are pure and jittable; `init`/`add`/`sample`/`update_priorities` are
+closures over the static sizes, in the style of optax's `init`/`update`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+from typing import NamedTuple
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from podracer.agents.config import check_range
+from podracer.agents.config import fail
+
+_MIN_PRIORITY = 1e-6  # keeps every filled row sampleable under any alpha
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplayConfig:
+    """Sequence replay for an agent's learner; sizes are global (split over devices).
+
+    `capacity=0` turns replay off: the learner uses each actor trajectory once, as it
+    arrives. With replay, each actor rollout of `[T+1, num_envs]` is added as `num_envs`
+    sequences and the learner makes `updates_per_rollout` updates, each on
+    `sequences_per_update` sequences sampled from the buffer, so the learner batch and the
+    reuse of each sample (replay ratio) are independent of the actor batch.
+    """
+
+    capacity: int = 0  # sequences held (all devices together); 0: no replay
+    sequences_per_update: int = 32  # learner batch, in sequences of length T+1
+    updates_per_rollout: int = 1  # learner updates per actor rollout
+    priority_exponent: float = 0.0  # alpha: 0 uniform, 1 proportional to priority
+    importance_exponent: float = 0.0  # beta: 0 no correction, 1 full correction
+
+    def __post_init__(self) -> None:
+        for name in ("capacity", "sequences_per_update", "updates_per_rollout"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                fail(self, name, "an int >= 0")
+        for name in ("sequences_per_update", "updates_per_rollout"):
+            if getattr(self, name) < 1:
+                fail(self, name, "an int >= 1")
+        check_range(self, "priority_exponent", 0.0, float("inf"))
+        check_range(self, "importance_exponent", 0.0, 1.0)
+
+    @property
+    def enabled(self) -> bool:
+        return self.capacity > 0
+
+    @property
+    def prioritised(self) -> bool:
+        return self.priority_exponent > 0
+
+
+class ReplayState(NamedTuple):
+    """The buffer's contents; rows [0, size) are filled."""
+
+    items: Any  # pytree, leaves [C, ...]: one stored sequence per row
+    priorities: chex.Array  # [C] float32, 0 for empty rows
+    insert_index: chex.Array  # [] int32, the row the next add writes first
+    size: chex.Array  # [] int32, filled rows (saturates at C)
+
+
+class ReplaySample(NamedTuple):
+    items: Any  # pytree, leaves [S, ...]
+    indices: chex.Array  # [S] int32, rows sampled (for update_priorities)
+    probabilities: chex.Array  # [S] float32, P(row) under which each was drawn
+    weights: chex.Array  # [S] float32, importance weights, max 1
+
+
+class Replay(NamedTuple):
+    init: Callable[[Any], ReplayState]  # init(one item, no row axis) -> empty state
+    add: Callable[[ReplayState, Any], ReplayState]  # add(state, items [B, ...])
+    sample: Callable[[ReplayState, chex.PRNGKey], ReplaySample]
+    update_priorities: Callable[[ReplayState, chex.Array, chex.Array], ReplayState]
+
+
+def make_replay(
+    capacity: int,
+    batch_size: int,
+    priority_exponent: float = 0.0,
+    importance_exponent: float = 0.0,
+) -> Replay:
+    """A buffer of `capacity` rows sampling `batch_size` rows at a time (per device)."""
+    if capacity < 1 or batch_size < 1:
+        raise ValueError(
+            f"make_replay needs capacity >= 1 and batch_size >= 1, got {capacity}, {batch_size}"
+        )
+    alpha, beta = float(priority_exponent), float(importance_exponent)
+
+    def init(item) -> ReplayState:
+        items = jax.tree.map(
+            lambda x: jnp.zeros((capacity, *jnp.shape(x)), jnp.asarray(x).dtype), item
+        )
+        return ReplayState(items, jnp.zeros(capacity, jnp.float32), jnp.int32(0), jnp.int32(0))
+
+    def add(state: ReplayState, items) -> ReplayState:
+        num = jax.tree.leaves(items)[0].shape[0]
+        if num > capacity:
+            raise ValueError(f"cannot add {num} rows to a replay of capacity {capacity}")
+        rows = (state.insert_index + jnp.arange(num)) % capacity
+        stored = jax.tree.map(lambda buf, x: buf.at[rows].set(x), state.items, items)
+        new_priority = jnp.where(state.size > 0, jnp.max(state.priorities), 1.0)
+        return ReplayState(
+            stored,
+            state.priorities.at[rows].set(new_priority),
+            (state.insert_index + num) % capacity,
+            jnp.minimum(state.size + num, capacity),
+        )
+
+    def sample(state: ReplayState, key: chex.PRNGKey) -> ReplaySample:
+        filled = jnp.arange(capacity) < state.size
+        # alpha = 0: every filled row weighs p^0 = 1, i.e. uniform sampling.
+        logits = alpha * jnp.log(jnp.maximum(state.priorities, _MIN_PRIORITY))
+        logits = jnp.where(filled, logits, -jnp.inf)
+        log_probs = jax.nn.log_softmax(logits)
+        indices = jax.random.categorical(key, logits, shape=(batch_size,)).astype(jnp.int32)
+        probabilities = jnp.exp(log_probs[indices])
+        weights = (state.size * probabilities) ** (-beta)
+        weights = weights / jnp.max(weights)
+        items = jax.tree.map(lambda buf: buf[indices], state.items)
+        return ReplaySample(items, indices, probabilities, weights)
+
+    def update_priorities(
+        state: ReplayState, indices: chex.Array, priorities: chex.Array
+    ) -> ReplayState:
+        chex.assert_equal_shape([indices, priorities])
+        # A row drawn twice gets one of its new priorities (both are errors of one row).
+        new = state.priorities.at[indices].set(jnp.maximum(priorities, _MIN_PRIORITY))
+        return state._replace(priorities=new)
+
+    return Replay(init, add, sample, update_priorities)
