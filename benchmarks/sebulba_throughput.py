@@ -166,11 +166,11 @@ def learner_sps(config, agent, seconds: float = SECONDS) -> float:
     update = make_update(agent, mesh)
     state = init_state(agent, jax.random.PRNGKey(0), mesh)
     votes = stop_votes(False, mesh)
-    state, m, _ = update(state, trajs, votes)
+    state, m, _, _ = update(state, trajs, votes, None)
     jax.block_until_ready(m)
     start, updates = time.perf_counter(), 0
     while updates < 3 or time.perf_counter() - start < seconds:
-        state, m, _ = update(state, trajs, votes)
+        state, m, _, _ = update(state, trajs, votes, None)
         jax.device_get(m)  # as the learner loop does (metrics to host each update)
         updates += 1
     return updates * K * T * B / (time.perf_counter() - start)

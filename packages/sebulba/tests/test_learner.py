@@ -37,7 +37,9 @@ def test_sharded_update_matches_agent_update_on_the_concatenated_batch():
     trajectories = (_trajectory(jax.random.PRNGKey(1)), _trajectory(jax.random.PRNGKey(2)))
     mesh = learner_mesh(jax.devices()[:1])
     placed = jax.device_put(trajectories, trajectory_sharding(mesh))
-    new_state, metrics, stop = make_update(agent, mesh)(state, placed, stop_votes(False, mesh))
+    update = make_update(agent, mesh)
+    new_state, metrics, stop, replay = update(state, placed, stop_votes(False, mesh), None)
+    assert replay is None
     assert not stop
 
     batch = jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=1), *trajectories)

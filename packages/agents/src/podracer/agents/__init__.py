@@ -31,6 +31,9 @@ from podracer.agents.replay import Replay
 from podracer.agents.replay import ReplayConfig
 from podracer.agents.replay import ReplaySample
 from podracer.agents.replay import ReplayState
+from podracer.agents.replay import init_local_replays
+from podracer.agents.replay import local_replay
+from podracer.agents.replay import make_learn
 from podracer.agents.replay import make_replay
 from podracer.agents.returns import Boundaries
 from podracer.agents.returns import bootstrap_values

@@ -152,3 +152,89 @@ def make_replay(
         return state._replace(priorities=new)
 
     return Replay(init, add, sample, update_priorities)
+
+
+def batch_major(tree: Any) -> Any:
+    """`[T+1, B, ...]` <-> `[B, T+1, ...]`: one replay row per environment's sequence."""
+    return jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), tree)
+
+
+def local_replay(config: ReplayConfig, num_devices: int) -> Replay:
+    """One device's buffer: the config's global sizes split evenly over the devices."""
+    return make_replay(
+        config.capacity // num_devices,
+        config.sequences_per_update // num_devices,
+        config.priority_exponent,
+        config.importance_exponent,
+    )
+
+
+def init_local_replays(agent, trajectory_shapes: Any, num_devices: int) -> ReplayState | None:
+    """Empty buffers for `num_devices` devices (every leaf `[D, ...]`, to be sharded along
+    D), sized for sequences shaped like one column of `trajectory_shapes` `[T+1, B, ...]`;
+    None when `agent` learns without replay."""
+    if agent.replay is None:
+        return None
+    item = jax.tree.map(lambda x: jnp.zeros(x.shape[:1] + x.shape[2:], x.dtype), trajectory_shapes)
+    one = local_replay(agent.replay, num_devices).init(item)
+    return jax.tree.map(lambda x: jnp.broadcast_to(x, (num_devices, *x.shape)), one)
+
+
+def make_learn(agent, num_devices: int, axis_name: str, reduce_grads: Callable[[Any], Any]):
+    """The learner's step on one device's share of a rollout, shared by both runtimes:
+
+        learn(train, trajectory [T+1, B], replay_block) -> (train, losses, replay_block)
+
+    Runs inside `shard_map` over `axis_name`. Without replay (`agent.replay` None) it is
+    one `agent.update` on the trajectory. With replay, this device adds the trajectory's
+    B sequences to its own buffer (`replay_block`: the `[1, ...]` block of the sharded
+    buffers), then makes `updates_per_rollout` updates, each on sequences sampled from it
+    with this device's key (importance weights in `extras["replay_weight"]`, priorities
+    refreshed from the updated params when prioritised). Gradients are averaged over
+    devices either way.
+    """
+    from podracer.agents.train_state import TrainState
+
+    def learn_on_trajectory(train, trajectory, replay_block):
+        key, update_key = jax.random.split(train.key)
+        params, opt_state, losses = agent.update(
+            train.params, train.opt_state, trajectory, update_key, reduce_grads=reduce_grads
+        )
+        return TrainState(params, opt_state, key, train.update_step + 1), losses, replay_block
+
+    if agent.replay is None:
+        return learn_on_trajectory
+    config: ReplayConfig = agent.replay
+    replay = local_replay(config, num_devices)
+
+    def learn_from_replay(train, trajectory, replay_block):
+        local = jax.tree.map(lambda x: x[0], replay_block)  # this device's buffer
+        local = replay.add(local, batch_major(trajectory))
+        key, replay_key = jax.random.split(train.key)
+        # Devices sample their own buffers with their own keys.
+        replay_key = jax.random.fold_in(replay_key, jax.lax.axis_index(axis_name))
+
+        def one(carry, step_key):
+            params, opt_state, local = carry
+            sample_key, update_key = jax.random.split(step_key)
+            sample = replay.sample(local, sample_key)
+            batch = batch_major(sample.items)  # back to time-major [T+1, S]
+            weights = jnp.broadcast_to(sample.weights, batch.action.shape)
+            batch = batch._replace(extras={**batch.extras, "replay_weight": weights})
+            params, opt_state, losses = agent.update(
+                params, opt_state, batch, update_key, reduce_grads=reduce_grads
+            )
+            if config.prioritised:
+                priorities = jax.lax.stop_gradient(agent.priority(params, batch))
+                local = replay.update_priorities(local, sample.indices, priorities)
+            return (params, opt_state, local), losses
+
+        keys = jax.random.split(replay_key, config.updates_per_rollout)
+        (params, opt_state, local), losses = jax.lax.scan(
+            one, (train.params, train.opt_state, local), keys
+        )
+        losses = jax.tree.map(lambda x: jnp.mean(x, axis=0), losses)
+        train = TrainState(params, opt_state, key, train.update_step + config.updates_per_rollout)
+        return train, losses, jax.tree.map(lambda x: x[None], local)
+
+    return learn_from_replay

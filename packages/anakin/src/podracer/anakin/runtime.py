@@ -33,12 +33,11 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from podracer.agents import Agent
-from podracer.agents import Replay
-from podracer.agents import ReplayConfig
 from podracer.agents import TrainState
 from podracer.agents import Trajectory
+from podracer.agents import init_local_replays
 from podracer.agents import init_train_state
-from podracer.agents import make_replay
+from podracer.agents import make_learn
 from podracer.agents import pmean_flat
 from podracer.envs import JaxEnv
 from podracer.envs import TimeStep
@@ -85,21 +84,6 @@ def state_shardings(mesh: Mesh, state: RunnerState) -> RunnerState:
     )
 
 
-def local_replay(config: ReplayConfig, num_devices: int) -> Replay:
-    """One device's buffer: the config's global sizes split evenly over the devices."""
-    return make_replay(
-        config.capacity // num_devices,
-        config.sequences_per_update // num_devices,
-        config.priority_exponent,
-        config.importance_exponent,
-    )
-
-
-def _batch_major(trajectory: Trajectory) -> Trajectory:
-    """`[T+1, B, ...]` -> `[B, T+1, ...]`: one replay row per environment's sequence."""
-    return jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), trajectory)
-
-
 def _split_per_env(keys: chex.Array, num: int) -> chex.Array:
     """[B, 2] keys -> [num, B, 2]: independent streams per environment."""
     return jnp.swapaxes(jax.vmap(lambda k: jax.random.split(k, num))(keys), 0, 1)
@@ -128,19 +112,12 @@ def make_init(
         reset_keys, env_keys = _split_per_env(env_keys, 2)
         env_state, timestep = jax.vmap(env.reset)(reset_keys)
         train = init_train_state(agent, train_key)
-        replay_state = None
+        # A stored sequence looks like one environment's column of a rollout.
+        shapes = None
         if agent.replay is not None:
-            # A stored sequence looks like one environment's column of a rollout.
-            shapes = jax.eval_shape(
-                make_rollout(agent, env, rollout_length),
-                train.params,
-                env_state,
-                timestep,
-                env_keys,
-            )[0]
-            item = jax.tree.map(lambda x: jnp.zeros(x.shape[:1] + x.shape[2:], x.dtype), shapes)
-            one = local_replay(agent.replay, mesh.size).init(item)
-            replay_state = jax.tree.map(lambda x: jnp.broadcast_to(x, (mesh.size, *x.shape)), one)
+            rollout = make_rollout(agent, env, rollout_length)
+            shapes = jax.eval_shape(rollout, train.params, env_state, timestep, env_keys)[0]
+        replay_state = init_local_replays(agent, shapes, mesh.size)
         return RunnerState(train, env_state, timestep, env_keys, replay_state)
 
     abstract = jax.eval_shape(init, jax.random.PRNGKey(0))
@@ -190,47 +167,7 @@ def make_chunk(agent: Agent, env: JaxEnv, rollout_length: int, updates_per_chunk
     rollout = make_rollout(agent, env, rollout_length)
     pmean = pmean_flat(AXIS)  # one all-reduce for all gradients and metrics
 
-    replay = None if agent.replay is None else local_replay(agent.replay, mesh.size)
-
-    def learn_on_trajectory(train: TrainState, trajectory: Trajectory, replay_state):
-        key, update_key = jax.random.split(train.key)
-        params, opt_state, losses = agent.update(
-            train.params, train.opt_state, trajectory, update_key, reduce_grads=pmean
-        )
-        return TrainState(params, opt_state, key, train.update_step + 1), losses, replay_state
-
-    def learn_from_replay(train: TrainState, trajectory: Trajectory, replay_state):
-        local = jax.tree.map(lambda x: x[0], replay_state)  # this device's buffer
-        local = replay.add(local, _batch_major(trajectory))
-        key, replay_key = jax.random.split(train.key)
-        # Devices sample their own buffers with their own keys.
-        replay_key = jax.random.fold_in(replay_key, jax.lax.axis_index(AXIS))
-
-        def one(carry, step_key):
-            params, opt_state, local = carry
-            sample_key, update_key = jax.random.split(step_key)
-            sample = replay.sample(local, sample_key)
-            batch = _batch_major(sample.items)  # back to time-major [T+1, S]
-            weights = jnp.broadcast_to(sample.weights, batch.action.shape)
-            batch = batch._replace(extras={**batch.extras, "replay_weight": weights})
-            params, opt_state, losses = agent.update(
-                params, opt_state, batch, update_key, reduce_grads=pmean
-            )
-            if agent.replay.prioritised:
-                priorities = jax.lax.stop_gradient(agent.priority(params, batch))
-                local = replay.update_priorities(local, sample.indices, priorities)
-            return (params, opt_state, local), losses
-
-        keys = jax.random.split(replay_key, agent.replay.updates_per_rollout)
-        (params, opt_state, local), losses = jax.lax.scan(
-            one, (train.params, train.opt_state, local), keys
-        )
-        losses = jax.tree.map(lambda x: jnp.mean(x, axis=0), losses)
-        num_updates = agent.replay.updates_per_rollout
-        train = TrainState(params, opt_state, key, train.update_step + num_updates)
-        return train, losses, jax.tree.map(lambda x: x[None], local)
-
-    learn = learn_on_trajectory if replay is None else learn_from_replay
+    learn = make_learn(agent, mesh.size, AXIS, pmean)
 
     def one_update(state: RunnerState):
         trajectory, (env_state, timestep, env_key) = rollout(

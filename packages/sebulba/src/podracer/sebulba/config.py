@@ -23,10 +23,11 @@ import tyro
 from podracer.agents import AGENTS
 from podracer.agents import DistributedConfig
 from podracer.agents import ImpalaConfig
+from podracer.agents import MuZeroConfig
 from podracer.agents import PPOConfig
 from podracer.agents import QLambdaConfig
 
-AgentName = Literal["impala", "ppo", "qlambda"]
+AgentName = Literal["impala", "ppo", "qlambda", "muzero"]
 ActorLoop = Literal["auto", "xla", "python"]
 
 
@@ -39,7 +40,7 @@ class SebulbaConfig:
     """A Sebulba training run. Defaults: envpool CartPole-v1 with IMPALA, minutes on a CPU."""
 
     env: str = "envpool:CartPole-v1"  # envpool:<task>, or any JaxEnv name (catch, gymnax:...)
-    agent: AgentName = "impala"  # its options: --impala.*, --ppo.*, --qlambda.*
+    agent: AgentName = "impala"  # its options: --impala.*, --ppo.*, --qlambda.*, --muzero.*
     # Indices into jax.local_devices(). None: device 0 (shared with the learner on one
     # device), else the devices the learners do not use.
     actor_device_ids: tuple[int, ...] | None = None
@@ -79,6 +80,7 @@ class SebulbaConfig:
     impala: ImpalaConfig = ImpalaConfig(learning_rate=1e-3, separate_critic=True, max_grad_norm=0.5)
     ppo: PPOConfig = PPOConfig(anneal_lr=False)  # constant lr: annealed, 480 not 500 at 5e5
     qlambda: QLambdaConfig = QLambdaConfig()  # Q(lambda)'s options (with --agent qlambda)
+    muzero: MuZeroConfig = MuZeroConfig()  # MuZero's options (with --agent muzero)
 
     def __post_init__(self) -> None:
         if self.agent not in AGENTS:

@@ -12,6 +12,11 @@ block `p` of a global `[T+1, P*B]` array (`to_global`), so the update, and its p
 runs over all hosts' learner devices at once. The same update carries each process's
 stop vote (SIGINT/SIGTERM) to all others, so every process stops after the same update.
 
+Agents with replay (MuZero) keep a buffer on every learner device, sharded like the
+trajectories: each device adds its shards of the K trajectories to its own buffer and
+learns from sequences sampled there (`podracer.agents.make_learn`, as in Anakin). The
+buffers live in the learner, not in checkpoints: a resumed run refills them.
+
 Trajectories are taken round-robin from the actors' queues (trajectory g from actor
 g mod N), the order cleanba and Stoix use; it also makes deterministic mode exact.
 """
@@ -31,7 +36,9 @@ from jax.sharding import PartitionSpec as P
 
 from podracer.agents import Agent
 from podracer.agents import TrainState
+from podracer.agents import init_local_replays
 from podracer.agents import init_train_state
+from podracer.agents import make_learn
 from podracer.agents import pmean_flat
 from podracer.sebulba.actor import Actor
 from podracer.sebulba.actor import Rollout
@@ -92,27 +99,27 @@ def replicated(mesh: Mesh) -> NamedSharding:
 
 
 def make_update(agent: Agent, mesh: Mesh):
-    """`update(state, trajectories, stop_votes) -> (state, metrics, stop)`, jitted and
-    sharded over `mesh`. `stop_votes` `[num learner devices]` int32 (split over them)
-    are OR-ed into the replicated `stop`: the vote rides on the update's collectives."""
-    reduce_grads = pmean_flat(AXIS)  # one all-reduce for all gradients and metrics
+    """`update(state, trajectories, stop_votes, replay) -> (state, metrics, stop, replay)`,
+    jitted and sharded over `mesh`. `stop_votes` `[num learner devices]` int32 (split
+    over them) are OR-ed into the replicated `stop`: the vote rides on the update's
+    collectives. `replay`: the per-device buffers (`[D, ...]`, donated), or None."""
+    # One all-reduce for all gradients and metrics.
+    learn = make_learn(agent, mesh.size, AXIS, pmean_flat(AXIS))
 
-    def update(state: TrainState, trajectories: tuple, stop_votes: jax.Array):
+    def update(state: TrainState, trajectories: tuple, stop_votes: jax.Array, replay):
         trajectory = jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=1), *trajectories)
-        key, update_key = jax.random.split(state.key)
-        params, opt_state, metrics = agent.update(
-            state.params, state.opt_state, trajectory, update_key, reduce_grads
-        )
+        state, metrics, replay = learn(state, trajectory, replay)
         stop = jax.lax.pmax(jnp.max(stop_votes), AXIS)
-        return TrainState(params, opt_state, key, state.update_step + 1), metrics, stop
+        return state, metrics, stop, replay
 
     sharded = jax.shard_map(
-        update, mesh=mesh, in_specs=(P(), P(None, AXIS), P(AXIS)), out_specs=(P(), P(), P()),
+        update, mesh=mesh, in_specs=(P(), P(None, AXIS), P(AXIS), P(AXIS)),
+        out_specs=(P(), P(), P(), P(AXIS)),
         # Envs emit device-invariant constants (e.g. never-truncating `truncated`) that the
         # varying-axis check would reject; outputs are replicated by the pmeans above.
         check_vma=False,
     )  # fmt: skip
-    return jax.jit(sharded)
+    return jax.jit(sharded, donate_argnums=3)
 
 
 def stop_votes(vote: bool, mesh: Mesh) -> jax.Array:
@@ -129,7 +136,9 @@ class Learner:
         self.mesh = mesh  # every process's learner devices
         self._actors = tuple(actors)
         self._supervisor = supervisor
+        self._agent = agent
         self._update = make_update(agent, mesh)
+        self._replay = None  # per-device buffers, made on the first update (agent.replay)
 
     def collect(self, first: int, count: int) -> list[Rollout]:
         """Global trajectories `first .. first + count - 1`, each from actor g mod N."""
@@ -147,10 +156,21 @@ class Learner:
         (host floats), its seconds and whether any process voted to stop."""
         start = time.perf_counter()
         trajectories = tuple(to_global(r.trajectory, self.mesh) for r in rollouts)
-        state, metrics, stopped = self._update(state, trajectories, stop_votes(stop, self.mesh))
+        if self._replay is None and self._agent.replay is not None:
+            self._replay = self._init_replay(trajectories[0])
+        votes = stop_votes(stop, self.mesh)
+        state, metrics, stopped, self._replay = self._update(
+            state, trajectories, votes, self._replay
+        )
         metrics, stopped = jax.device_get((metrics, stopped))
         metrics = {k: float(v) for k, v in metrics.items()}
         return state, metrics, time.perf_counter() - start, bool(stopped)
+
+    def _init_replay(self, trajectory: Any) -> Any:
+        """Empty buffers, one per learner device, for sequences shaped like `trajectory`'s."""
+        shapes = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), trajectory)
+        init = lambda: init_local_replays(self._agent, shapes, self.mesh.size)
+        return jax.jit(init, out_shardings=NamedSharding(self.mesh, P(AXIS)))()
 
 
 def init_state(agent: Agent, key: jax.Array, mesh: Mesh) -> TrainState:
