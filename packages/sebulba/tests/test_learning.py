@@ -18,3 +18,16 @@ def test_default_config_learns_cartpole(agent):
     config = SebulbaConfig(agent=agent, deterministic=True, progress=False, tensorboard=False)
     result = train(config)
     assert final_return(result) >= 475
+
+
+def test_muzero_learns_cartpole():
+    # MuZero's defaults (Gumbel search, replay); a budget that fits the suite, in which the
+    # return rises from random play's ~22 to ~100 and is still unstable: the best logged
+    # return must be well above random (benchmarks/muzero.py runs it further).
+    config = SebulbaConfig(
+        agent="muzero", deterministic=True, total_env_steps=100_000, log_interval=10,
+        progress=False, tensorboard=False,
+    )  # fmt: skip
+    result = train(config)
+    returns = [h["charts/episodic_return"] for h in result.history]
+    assert max(returns) >= 60, returns
