@@ -132,7 +132,7 @@ def main() -> None:
         r["act_share"] = acting_share(config)
         rows.append((name, target, r))
 
-    m = rows[0][2] and anakin_config("catch", 1).muzero
+    m = anakin_config("catch", 1).muzero  # the MuZeroConfig defaults
     print(
         f"## MuZero on Anakin, 1 device: {ANAKIN['num_envs']} envs x {ANAKIN['rollout_length']} "
         f"steps per rollout; {m.search.policy} search, {m.search.num_simulations} simulations; "

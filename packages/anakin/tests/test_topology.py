@@ -37,3 +37,48 @@ def test_same_run_on_1_2_4_devices():
     )
     assert out.returncode == 0, out.stderr[-4000:]
     assert "TOPOLOGY-OK" in out.stdout
+
+
+REPLAY_SCRIPT = textwrap.dedent(
+    """
+    import jax, numpy as np
+    from podracer.anakin import AnakinConfig, train
+    from podracer.agents import MuZeroConfig, ReplayConfig
+    from podracer.search import DiscreteSupport, SearchConfig
+    assert len(jax.devices()) == 2
+    muzero = MuZeroConfig(
+        num_unroll_steps=2, td_steps=2, search=SearchConfig(policy="muzero", num_simulations=2),
+        value_support=DiscreteSupport(-2.0, 2.0, 5, scaled=True),
+        reward_support=DiscreteSupport(-1.0, 1.0, 3, scaled=True),
+        torso_hidden_sizes=(8,), latent_size=8, hidden_sizes=(8,),
+        replay=ReplayConfig(capacity=32, sequences_per_update=4, priority_exponent=1.0))
+    config = AnakinConfig(agent="muzero", num_envs=8, rollout_length=4, updates_per_chunk=3,
+                          total_env_steps=3 * 8 * 4, num_devices=2, progress=False,
+                          tensorboard=False, muzero=muzero)
+    state = train(config).state
+    replay = jax.device_get(state.replay)
+    # One buffer per device, 16 rows each, holding 3 rollouts x 4 local envs.
+    assert replay.priorities.shape == (2, 16), replay.priorities.shape
+    assert list(replay.size) == [12, 12] and list(replay.insert_index) == [12, 12]
+    # Each device stored its own environments' sequences.
+    obs = replay.items.timestep.observation
+    assert not np.array_equal(obs[0, :12], obs[1, :12])
+    # Params stay replicated (gradients averaged over the devices).
+    for leaf in jax.tree.leaves(state.train.params):
+        assert leaf.sharding.is_fully_replicated
+    print("REPLAY-OK")
+    """
+)
+
+
+def test_local_replay_on_2_devices():
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    out = subprocess.run(
+        [sys.executable, "-c", REPLAY_SCRIPT],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert "REPLAY-OK" in out.stdout
