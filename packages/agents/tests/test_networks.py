@@ -99,4 +99,5 @@ def test_head_is_a_dense_layer_with_its_kernel_stored_features_first():
     assert params["kernel"].shape == (3, 8) and params["bias"].shape == (3,)
     params = {"kernel": params["kernel"], "bias": jnp.arange(3.0)}
     y = head.apply({"params": params}, x)
-    np.testing.assert_allclose(y, x @ params["kernel"].T + params["bias"], rtol=1e-5, atol=1e-6)
+    expected = np.asarray(x) @ np.asarray(params["kernel"]).T + np.arange(3.0)
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-6)

@@ -324,7 +324,7 @@ def make_muzero(
         count = jnp.maximum(jnp.sum(bounds.mask.astype(jnp.float32)), 1.0)
         step_weight = jnp.array([1.0] + [1.0 / num_unroll] * num_unroll)[:, None, None]
         sequence_weight = trajectory.extras.get("replay_weight")
-        sequence_weight = 1.0 if sequence_weight is None else sequence_weight[:-1]
+        sequence_weight = 1.0 if sequence_weight is None else sequence_weight[None, :-1]
 
         def weighted(ce, mask, weight):
             weight = weight * sequence_weight

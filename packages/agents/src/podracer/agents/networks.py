@@ -61,7 +61,8 @@ class Head(nn.Module):
     def __call__(self, x: jax.Array) -> jax.Array:
         kernel = self.param("kernel", self.kernel_init, (self.features, x.shape[-1]))
         bias = self.param("bias", nn.initializers.zeros_init(), (self.features,))
-        return jnp.einsum("...d,fd->...f", x, kernel) + bias
+        y = jnp.einsum("...d,fd->...f", x, kernel)
+        return y + bias.reshape((1,) * (y.ndim - 1) + bias.shape)
 
 
 class NatureCNN(nn.Module):
