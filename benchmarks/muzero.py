@@ -1,4 +1,4 @@
-"""MuZero on Anakin: frames per second, compile, wall time to target, search vs learning.
+"""MuZero on Anakin and Sebulba: frames per second, compile, wall time to target, search vs learning.
 
 One table, one row per task (Catch, gymnax CartPole-v1), each trained with the
 `MuZeroConfig` defaults (Gumbel search, sequence replay: see the agent's module doc):
@@ -14,11 +14,17 @@ One table, one row per task (Catch, gymnax CartPole-v1), each trained with the
   env step) versus learning (replay, unroll, loss, gradient, optimizer), from an act-only
   chunk with the same rollouts timed against the full chunk.
 
+Then MuZero on Sebulba (`--sebulba-steps`, envpool CartPole-v1, the same defaults): SPS,
+best and last training return, a final greedy evaluation, and the actor's seconds per
+rollout (env steps and a search per step, one compiled XLA loop) against the learner's
+seconds per update (replay, unroll, loss, gradient), which overlap in time.
+
 Peer figure (issue 6): Stoix's Anakin MuZero (mctx, 1024 envs) runs CartPole-v1 at about
 860 steps/s with 48 s of compile, and its return is still 30-100 after 10 minutes.
 
     python benchmarks/muzero.py                  # Catch, then CartPole (10-minute budget)
     python benchmarks/muzero.py --tasks cartpole --seconds 600
+    python benchmarks/muzero.py --tasks catch --seconds 60 --sebulba-steps 300000
 """
 
 from __future__ import annotations
@@ -115,6 +121,34 @@ def acting_share(config, repeats: int = 2) -> float:
     return act_s / train_s
 
 
+def sebulba(total_env_steps: int, seed: int) -> dict:
+    """MuZero on Sebulba (envpool CartPole, defaults: 1 actor thread x 16 envs sharing the
+    CPU device with the learner): SPS, returns and the actor's and learner's seconds."""
+    from podracer.sebulba import SebulbaConfig
+    from podracer.sebulba import train
+
+    config = SebulbaConfig(
+        agent="muzero", total_env_steps=total_env_steps, seed=seed, log_interval=20,
+        eval_interval=10**9, progress=False, tensorboard=False,
+    )  # fmt: skip
+    start = time.perf_counter()
+    result = train(config)
+    wall = time.perf_counter() - start
+    rows = result.history
+    returns = [h["charts/episodic_return"] for h in rows]
+    # Per-rollout actor seconds in env step + search (the XLA loop runs both) against
+    # per-update learner seconds, averaged over the logged rows after the first.
+    steady = rows[1:] or rows
+    act = sum(h["timing/actor_env_and_inference"] for h in steady) / len(steady)
+    learn = sum(h["timing/learner_update"] for h in steady) / len(steady)
+    return {
+        "sps": result.sps, "wall_s": wall, "steps": result.env_steps,
+        "best_return": max(returns), "train_return": returns[-1],
+        "eval_return": rows[-1].get("eval/episodic_return", math.nan),
+        "act_s": act, "learn_s": learn,
+    }  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -122,6 +156,9 @@ def main() -> None:
     parser.add_argument("--tasks", nargs="+", choices=sorted(TASKS), default=list(TASKS))
     parser.add_argument("--seconds", type=float, help="wall-clock budget per task")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--sebulba-steps", type=int, default=300_000, help="Sebulba envpool CartPole (0: skip)"
+    )
     args = parser.parse_args()
 
     rows = []
@@ -152,6 +189,19 @@ def main() -> None:
             f"{r['train_return']:>9.2f} {r['eval_return']:>8.2f} "
             f"{r['act_share']:>6.0%} {1 - r['act_share']:>8.0%}",
             flush=True,
+        )
+
+    if args.sebulba_steps:
+        r = sebulba(args.sebulba_steps, args.seed)
+        print("\n## MuZero on Sebulba: envpool CartPole-v1, 1 actor thread x 16 envs, 1 CPU device")
+        print(
+            f"{'SPS':>7} {'wall s':>7} {'steps':>10} {'best train ret':>14} {'last train ret':>14} "
+            f"{'eval ret':>8} {'actor s/rollout':>15} {'learner s/update':>16}"
+        )
+        print(
+            f"{r['sps']:>7,.0f} {r['wall_s']:>7.0f} {r['steps']:>10,} {r['best_return']:>14.1f} "
+            f"{r['train_return']:>14.1f} {r['eval_return']:>8.1f} {r['act_s']:>15.3f} "
+            f"{r['learn_s']:>16.3f}"
         )
 
 
