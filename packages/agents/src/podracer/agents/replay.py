@@ -33,6 +33,7 @@ import jax.numpy as jnp
 
 from podracer.agents.config import check_range
 from podracer.agents.config import fail
+from podracer.agents.train_state import TrainState
 
 _MIN_PRIORITY = 1e-6  # keeps every filled row sampleable under any alpha
 
@@ -193,7 +194,6 @@ def make_learn(agent, num_devices: int, axis_name: str, reduce_grads: Callable[[
     refreshed from the updated params when prioritised). Gradients are averaged over
     devices either way.
     """
-    from podracer.agents.train_state import TrainState
 
     def learn_on_trajectory(train, trajectory, replay_block):
         key, update_key = jax.random.split(train.key)

@@ -139,6 +139,8 @@ class Learner:
         self._agent = agent
         self._update = make_update(agent, mesh)
         self._replay = None  # per-device buffers, made on the first update (agent.replay)
+        # Both possible votes, placed once: nothing goes host-to-device for them per update.
+        self._votes = {vote: stop_votes(vote, mesh) for vote in (False, True)}
 
     def collect(self, first: int, count: int) -> list[Rollout]:
         """Global trajectories `first .. first + count - 1`, each from actor g mod N."""
@@ -158,9 +160,8 @@ class Learner:
         trajectories = tuple(to_global(r.trajectory, self.mesh) for r in rollouts)
         if self._replay is None and self._agent.replay is not None:
             self._replay = self._init_replay(trajectories[0])
-        votes = stop_votes(stop, self.mesh)
         state, metrics, stopped, self._replay = self._update(
-            state, trajectories, votes, self._replay
+            state, trajectories, self._votes[bool(stop)], self._replay
         )
         metrics, stopped = jax.device_get((metrics, stopped))
         metrics = {k: float(v) for k, v in metrics.items()}
