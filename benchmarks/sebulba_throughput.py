@@ -2,12 +2,15 @@
 
 For each case, in one run and at the training run's layout (actor threads, envs per
 thread, rollout length, learner batch):
-  (a) raw envpool steps/s with random actions (every actor thread stepping its envs),
+  (a) raw envpool steps/s with random actions (every actor thread calling envpool's own
+      `step`), and a_env_xla: the same envs stepped through envpool's XLA interface in a
+      compiled loop (the env rate the XLA actor loop sees, about 2x a on CartPole),
   (b) inference-only steps/s (the actor's policy on fixed observations, same loop form),
   (c) learner-only steps/s (updates on synthetic trajectories already on the learner),
   (d) end-to-end training steps/s (`train(config).sps`, compiles excluded),
 and the efficiency d / (1 / (1/a + 1/b + 1/c)): the share of the serial-sum limit the
-pipeline reaches (over 1 when env, inference and learning overlap).
+pipeline reaches (over 1 when env, inference and learning overlap); efficiency_xla is
+the same with a_env_xla in place of a, the stricter figure for the XLA actor loop.
 
 Cases: `cartpole` (IMPALA, MLP), `breakout` (IMPALA, Nature CNN), `stoix` (the peer's
 comparison: PPO, 2 actor threads x 8 envs, actor and learner sharing the CPU device,
@@ -49,10 +52,14 @@ def _threads(n: int, body) -> float:
 
 
 def raw_env_sps(config) -> float:
+    """envpool's own `step` with random actions, from Python (what "raw envpool" means in
+    envpool's and the peers' benchmarks): no adapter bookkeeping."""
     from podracer.envs import make_host
 
     n = config.actor_threads_per_device
     envs = [make_host(config.env, num_envs=config.envs_per_thread, seed=i) for i in range(n)]
+    pools = [getattr(env, "pool", None) for env in envs]
+    step = [env.step if pool is None else pool.step for env, pool in zip(envs, pools)]
     for env in envs:
         env.reset()
     rng = np.random.default_rng(0)
@@ -63,10 +70,57 @@ def raw_env_sps(config) -> float:
     def body(i, stop):
         steps = 0
         while not stop.is_set():
-            envs[i].step(actions[i][steps % 64])
+            step[i](actions[i][steps % 64])
             steps += envs[i].num_envs
         return steps
 
+    sps = _threads(n, body)
+    for env in envs:
+        env.close()
+    return sps
+
+
+def raw_env_xla_sps(config) -> float:
+    """envpool stepped through its XLA interface in a compiled loop, random actions: the
+    env rate the XLA actor loop itself sees (no Python per step)."""
+    import jax
+    import jax.numpy as jnp
+
+    from podracer.envs import make_host
+
+    n, T = config.actor_threads_per_device, config.rollout_length
+    envs = [make_host(config.env, num_envs=config.envs_per_thread, seed=i) for i in range(n)]
+    loops = []
+    for env in envs:
+        env.async_reset()
+        handle, recv, send, _ = env.xla()
+        ids = jnp.arange(env.num_envs, dtype=jnp.int32)
+
+        def loop(handle, key, recv=recv, send=send, ids=ids, num_actions=env.spec.num_actions):
+            def body(carry, _):
+                handle, key = carry
+                handle, (obs, *_) = recv(handle)
+                key, sub = jax.random.split(key)
+                action = jax.random.randint(sub, ids.shape, 0, num_actions, jnp.int32)
+                return (send(handle, action, ids), key), obs.sum()
+
+            return jax.lax.scan(body, (handle, key), length=T)
+
+        loops.append([jax.jit(loop), handle])
+
+    def body(i, stop):
+        fn, handle = loops[i]
+        carry, steps = (handle, jax.random.PRNGKey(i)), 0
+        while not stop.is_set():
+            carry, out = fn(*carry)
+            jax.block_until_ready(out)
+            steps += T * envs[i].num_envs
+        return steps
+
+    for i, (fn, handle) in enumerate(loops):  # compile, and leave each pool mid-episode
+        carry, out = fn(handle, jax.random.PRNGKey(i))
+        jax.block_until_ready(out)
+        loops[i][1] = carry[0]
     sps = _threads(n, body)
     for env in envs:
         env.close()
@@ -188,6 +242,7 @@ def measure(name: str, config) -> dict:
     probe.close()
     agent = make_agent(config.agent, spec, config.agent_config, total_updates=config.num_updates())
     a = raw_env_sps(config)
+    a_xla = raw_env_xla_sps(config) if xla else math.nan
     b = inference_sps(config, agent, xla)
     c = learner_sps(config, agent)
     t0 = time.perf_counter()
@@ -195,11 +250,13 @@ def measure(name: str, config) -> dict:
     wall = time.perf_counter() - t0
     d = result.sps
     serial = 1.0 / (1.0 / a + 1.0 / b + 1.0 / c)
+    serial_xla = 1.0 / (1.0 / a_xla + 1.0 / b + 1.0 / c)
     last = result.history[-1]
     return {
         "case": name, "loop": "xla" if xla else "python",
-        "a_env": a, "b_inference": b, "c_learner": c, "d_train": d,
-        "serial_limit": serial, "efficiency": d / serial, "d_over_min": d / min(a, b, c),
+        "a_env": a, "a_env_xla": a_xla, "b_inference": b, "c_learner": c, "d_train": d,
+        "serial_limit": serial, "efficiency": d / serial,
+        "efficiency_xla": d / serial_xla, "d_over_min": d / min(a, b, c),
         "final_return": final_return(result), "env_steps": result.env_steps, "wall_s": wall,
         "actor_util": last.get("utilisation/actor", math.nan),
         "learner_util": last.get("utilisation/learner", math.nan),
@@ -260,11 +317,13 @@ def main() -> None:
         "case",
         "loop",
         "a_env",
+        "a_env_xla",
         "b_inference",
         "c_learner",
         "d_train",
         "serial_limit",
         "efficiency",
+        "efficiency_xla",
         "d_over_min",
         "final_return",
         "env_steps",

@@ -10,6 +10,7 @@ from podracer.envs import EnvSpec  # noqa: E402
 from podracer.envs import HostEnv  # noqa: E402
 from podracer.envs import TimeStep  # noqa: E402
 from podracer.envs import envpool_timestep  # noqa: E402
+from podracer.envs import envpool_timestep_by_id  # noqa: E402
 from podracer.envs import init_episode_tracker  # noqa: E402
 from podracer.envs import make_envpool  # noqa: E402
 
@@ -147,6 +148,38 @@ def test_xla_interface_runs_a_rollout_inside_jit():
     np.testing.assert_array_equal(first[:, 0], [1, 0, 0, 0, 0, 1, 0, 0, 0, 0])
     np.testing.assert_array_equal(done[:, 0], [0, 0, 0, 0, 1, 0, 0, 0, 0, 1])
     np.testing.assert_array_equal(length[:, 0], [0, 1, 2, 3, 4, 0, 1, 2, 3, 4])
+    env.close()
+
+
+def test_by_id_conversion_matches_convert_then_sort_on_a_full_batch():
+    import jax
+    import jax.numpy as jnp
+
+    env = make_envpool("CartPole-v1", num_envs=4, seed=3, max_episode_steps=5)
+    env.async_reset()
+    handle, recv, send, _ = env.xla()
+
+    def rollout(handle):
+        def body(carry, t):
+            handle, tracker, tracker_by_id = carry
+            handle, (obs, rew, term, trunc, info) = recv(handle)
+            tracker, ts = envpool_timestep(tracker, obs, rew, term, trunc, info)
+            ts = jax.tree.map(lambda x: x[jnp.argsort(info["env_id"])], ts)
+            tracker_by_id, by_id = envpool_timestep_by_id(
+                tracker_by_id, obs, rew, term, trunc, info
+            )
+            action = (jnp.arange(4) + t) % 2  # per env id
+            handle = send(handle, action.astype(jnp.int32), jnp.arange(4, dtype=jnp.int32))
+            return (handle, tracker, tracker_by_id), (ts, by_id)
+
+        trackers = (init_episode_tracker(4), init_episode_tracker(4))
+        return jax.lax.scan(body, (handle, *trackers), jnp.arange(24))[1]
+
+    ts, by_id = jax.device_get(jax.jit(rollout)(handle))
+    assert by_id.episode_end.sum() >= 8  # episodes of at most 5 steps end in 24 steps
+    for name in ("observation", "reward", "terminated", "truncated", "first",
+                 "episode_return", "episode_length", "episode_end"):  # fmt: skip
+        np.testing.assert_array_equal(getattr(by_id, name), getattr(ts, name), name)
     env.close()
 
 

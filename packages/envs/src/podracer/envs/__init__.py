@@ -13,6 +13,7 @@ from podracer.envs.envpool_env import EnvpoolEnv
 from podracer.envs.envpool_env import EnvpoolXla
 from podracer.envs.envpool_env import EpisodeTracker
 from podracer.envs.envpool_env import envpool_timestep
+from podracer.envs.envpool_env import envpool_timestep_by_id
 from podracer.envs.envpool_env import init_episode_tracker
 from podracer.envs.envpool_env import make_envpool
 from podracer.envs.gymnax_env import GymnaxEnv

@@ -85,6 +85,12 @@ class Actor:
         self._schedule = schedule
         self._stage = ("not started", time.monotonic())
         self._steps = None
+        # Actor and learner sharing one device (the single-CPU layout): params and an
+        # on-device trajectory are already where they are needed, and skipping the
+        # device_put saves its per-leaf dispatch (~0.3-0.8 ms a rollout on CartPole, 10%).
+        self._shared_device = (
+            jax.process_count() == 1 and learner_sharding.device_set == {device}
+        )
 
     @property
     def name(self) -> str:
@@ -109,7 +115,9 @@ class Actor:
             self._enter(f"waiting for params version {version}")
             params = self._params.get(version, self._supervisor, self.stage)
         if cache[0] != version:  # copy to the actor device once per version
-            cache[:] = [version, jax.device_put(params, self._device)]
+            if not self._shared_device:
+                params = jax.device_put(params, self._device)
+            cache[:] = [version, params]
         return version, cache[1]
 
     def _run(self) -> None:
@@ -125,7 +133,9 @@ class Actor:
             self._enter("rollout (env step and inference)")
             out = self.loop.rollout(params)
             self._enter("shipping to the learner devices")
-            trajectory = jax.device_put(out.trajectory, self._sharding)
+            trajectory = out.trajectory
+            if not (self._shared_device and self.loop.trajectory_on_device):
+                trajectory = jax.device_put(trajectory, self._sharding)
             timer.lap("ship")
             if self._steps is None:
                 self._steps = (out.trajectory.action.shape[0] - 1) * out.trajectory.action.shape[1]
