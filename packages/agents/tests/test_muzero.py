@@ -319,12 +319,16 @@ def test_update_lowers_the_loss_with_finite_gradients(agent, params, make_timest
     assert m["losses/grad_norm"] > 0
 
 
-def test_gradients_are_finite_on_uint8_frames(random_trajectory, cheap_init):
-    spec = EnvSpec("frames", (2, 12, 12), "uint8", 3, max_episode_steps=100)
-    agent = make_muzero(spec, MuZeroConfig(num_unroll_steps=2, latent_size=8, hidden_sizes=(8,)))
+@pytest.mark.parametrize(
+    "torso, size, module", [("auto", 12, "ImpalaResNet"), ("nature_cnn", 36, "NatureCNN")]
+)
+def test_gradients_are_finite_on_uint8_frames(random_trajectory, cheap_init, torso, size, module):
+    spec = EnvSpec("frames", (2, size, size), "uint8", 3, max_episode_steps=100)
+    config = MuZeroConfig(num_unroll_steps=2, latent_size=8, hidden_sizes=(8,), torso=torso)
+    agent = make_muzero(spec, config)
     params = cheap_init(agent.init, jax.random.key(0))
     paths = [jax.tree_util.keystr(p) for p, _ in jax.tree.leaves_with_path(params)]
-    assert any("ImpalaResNet" in p for p in paths)
+    assert any(module in p for p in paths)
     traj = random_trajectory(spec, 2, 2)
     traj = traj._replace(
         extras={"policy": jnp.full((3, 2, 3), 1 / 3), "root_value": jnp.zeros((3, 2))}
@@ -350,7 +354,7 @@ def test_scale_gradient_and_latent_normalisation():
         (dict(num_unroll_steps=0), "num_unroll_steps"),
         (dict(td_steps=2.5), "td_steps"),
         (dict(learning_rate=0.0), "learning_rate"),
-        (dict(torso="nature_cnn"), "torso"),
+        (dict(torso="resnet"), "torso"),
         (dict(search={"num_simulations": 4}), "search"),
         (dict(value_support=(-1, 1, 5)), "value_support"),
         (dict(hidden_sizes=(8, 0)), "hidden_sizes"),

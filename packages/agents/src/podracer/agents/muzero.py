@@ -79,7 +79,7 @@ from podracer.search import DiscreteSupport
 from podracer.search import SearchConfig
 from podracer.search import search
 
-MUZERO_TORSOS = ("auto", "mlp", "impala_resnet")
+MUZERO_TORSOS = ("auto", "mlp", "nature_cnn", "impala_resnet")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,9 +96,9 @@ class MuZeroConfig:
     # Scaled supports (h(x) space): |value| up to ~110, |reward| up to ~35.
     value_support: DiscreteSupport = DiscreteSupport(-10.0, 10.0, 51, scaled=True)
     reward_support: DiscreteSupport = DiscreteSupport(-5.0, 5.0, 21, scaled=True)
-    torso: str = (
-        "auto"  # auto (mlp for vectors, impala_resnet for uint8 frames) | mlp | impala_resnet
-    )
+    # auto (mlp for vectors, impala_resnet for uint8 frames) | mlp | nature_cnn |
+    # impala_resnet. The Nature CNN costs ~6x less than the ResNet per frame: for CPU runs.
+    torso: str = "auto"
     torso_hidden_sizes: tuple[int, ...] = (64,)  # mlp torso only
     latent_size: int = 64
     hidden_sizes: tuple[int, ...] = (128, 128)  # dynamics and prediction MLPs

@@ -43,7 +43,7 @@ class MuZeroNetwork(nn.Module):
     """Representation, dynamics and prediction; call a method with `apply(..., method=)`."""
 
     num_actions: int
-    torso: str  # "mlp" or "impala_resnet" (resolved, not "auto")
+    torso: str  # "mlp", "nature_cnn" or "impala_resnet" (resolved, not "auto")
     observation_ndim: int
     latent_size: int = 64
     torso_hidden_sizes: Sequence[int] = (64,)

@@ -229,11 +229,15 @@ def make_learn(agent, num_devices: int, axis_name: str, reduce_grads: Callable[[
                 local = replay.update_priorities(local, sample.indices, priorities)
             return (params, opt_state, local), losses
 
-        keys = jax.random.split(replay_key, config.updates_per_rollout)
-        (params, opt_state, local), losses = jax.lax.scan(
-            one, (train.params, train.opt_state, local), keys
-        )
-        losses = jax.tree.map(lambda x: jnp.mean(x, axis=0), losses)
+        # A Python loop, not lax.scan: XLA:CPU runs convolution gradients ~15x slower
+        # inside a while loop's body (measured: Nature CNN, 336 frames, 18 s against 1.2 s),
+        # and the count is small and static.
+        carry, losses = (train.params, train.opt_state, local), []
+        for step_key in jax.random.split(replay_key, config.updates_per_rollout):
+            carry, step_losses = one(carry, step_key)
+            losses.append(step_losses)
+        params, opt_state, local = carry
+        losses = jax.tree.map(lambda *xs: jnp.mean(jnp.stack(xs), axis=0), *losses)
         train = TrainState(params, opt_state, key, train.update_step + config.updates_per_rollout)
         return train, losses, jax.tree.map(lambda x: x[None], local)
 
