@@ -75,6 +75,21 @@ def init_episode_tracker(num_envs: int) -> EpisodeTracker:
     return EpisodeTracker(jnp.ones((num_envs,), jnp.bool_), init_episode_stats((num_envs,), jnp))
 
 
+def _timestep(obs, reward, terminated, truncated, first, emitted: EpisodeStats, end) -> TimeStep:
+    """The XLA path's `TimeStep`: the terminal observation is `obs` itself (envpool)."""
+    return TimeStep(
+        observation=obs,
+        reward=reward,
+        terminated=terminated,
+        truncated=truncated,
+        first=first,
+        final_observation=obs,
+        episode_return=emitted.episode_return,
+        episode_length=emitted.episode_length,
+        episode_end=end,
+    )
+
+
 def envpool_timestep(
     tracker: EpisodeTracker,
     obs: Any,
@@ -104,17 +119,7 @@ def envpool_timestep(
             tracker.stats.episode_length.at[ids].set(carried.episode_length),
         ),
     )
-    return tracker, TimeStep(
-        observation=obs,
-        reward=reward,
-        terminated=terminated,
-        truncated=truncated,
-        first=first,
-        final_observation=obs,
-        episode_return=emitted.episode_return,
-        episode_length=emitted.episode_length,
-        episode_end=end,
-    )
+    return tracker, _timestep(obs, reward, terminated, truncated, first, emitted, end)
 
 
 def envpool_timestep_by_id(
@@ -140,16 +145,8 @@ def envpool_timestep_by_id(
     end = done & ((info["terminated"][order] != 0) | truncated) if episodic_life else done
     first = tracker.prev_done
     carried, emitted = update_episode_stats(tracker.stats, jnp.asarray(raw_reward), end, ~first)
-    return EpisodeTracker(done, carried), TimeStep(
-        observation=obs,
-        reward=reward,
-        terminated=terminated,
-        truncated=truncated,
-        first=first,
-        final_observation=obs,
-        episode_return=emitted.episode_return,
-        episode_length=emitted.episode_length,
-        episode_end=end,
+    return EpisodeTracker(done, carried), _timestep(
+        obs, reward, terminated, truncated, first, emitted, end
     )
 
 
