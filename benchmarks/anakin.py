@@ -9,7 +9,7 @@
 3. 1, 2 and 4 fake CPU devices at the same global batch (a subprocess per count): the
    collective's overhead (no real scaling on a 2-core machine).
 
-    uv run python benchmarks/anakin.py [--quick] [--skip-devices]
+    uv run python benchmarks/anakin.py [--quick] [--skip-devices] [--catch-envs 128 1024]
 """
 
 from __future__ import annotations
@@ -117,12 +117,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer updates and repeats")
     parser.add_argument("--skip-devices", action="store_true")
+    parser.add_argument(
+        "--catch-envs", type=int, nargs="+", default=[128, 1024],
+        help="envs per device for the Catch rows (an accelerator wants 8192 and more)",
+    )  # fmt: skip
     args = parser.parse_args()
     updates, repeats = (20, 2) if args.quick else (100, 3)
 
     print("## Catch, demo configuration (Q(lambda), MLP 256, rollout 16), 1 device")
     print(f"{'envs/device':>12} {'train FPS':>12} {'act-only FPS':>13} {'train/act':>10}")
-    for n in (128, 1024):
+    for n in args.catch_envs:
         r = catch_demo(n, updates, repeats)
         print(f"{r['envs']:>12} {r['train_fps']:>12,.0f} {r['act_fps']:>13,.0f} {r['ratio']:>10.1%}")
 

@@ -122,8 +122,8 @@ def acting_share(config, repeats: int = 2) -> float:
 
 
 def sebulba(total_env_steps: int, seed: int) -> dict:
-    """MuZero on Sebulba (envpool CartPole, defaults: 1 actor thread x 16 envs sharing the
-    CPU device with the learner): SPS, returns and the actor's and learner's seconds."""
+    """MuZero on Sebulba (envpool CartPole, defaults: 1 actor thread x 16 envs sharing
+    device 0 with the learner): SPS, returns and the actor's and learner's seconds."""
     from podracer.sebulba import SebulbaConfig
     from podracer.sebulba import train
 
@@ -136,10 +136,15 @@ def sebulba(total_env_steps: int, seed: int) -> dict:
     wall = time.perf_counter() - start
     rows = result.history
     returns = [h["charts/episodic_return"] for h in rows]
-    # Per-rollout actor seconds in env step + search (the XLA loop runs both) against
-    # per-update learner seconds, averaged over the logged rows after the first.
+    # Per-rollout actor seconds in env steps + search against per-update learner seconds,
+    # averaged over the logged rows after the first. The XLA loop (CPU actor device) times
+    # env and search together; the Python loop (accelerator actor device) times them apart.
     steady = rows[1:] or rows
-    act = sum(h["timing/actor_env_and_inference"] for h in steady) / len(steady)
+    actor_phases = (
+        "timing/actor_env_and_inference", "timing/actor_env", "timing/actor_inference",
+        "timing/actor_device_to_host",
+    )  # fmt: skip
+    act = sum(h.get(k, 0.0) for h in steady for k in actor_phases) / len(steady)
     learn = sum(h["timing/learner_update"] for h in steady) / len(steady)
     return {
         "sps": result.sps, "wall_s": wall, "steps": result.env_steps,
@@ -160,7 +165,9 @@ def main() -> None:
         "--sebulba-steps", type=int, default=300_000, help="Sebulba envpool CartPole (0: skip)"
     )
     args = parser.parse_args()
+    import jax
 
+    device = jax.devices()[0].device_kind
     rows = []
     for name in args.tasks:
         env, target, budget = TASKS[name]
@@ -171,8 +178,9 @@ def main() -> None:
 
     m = anakin_config("catch", 1).muzero  # the MuZeroConfig defaults
     print(
-        f"## MuZero on Anakin, 1 device: {ANAKIN['num_envs']} envs x {ANAKIN['rollout_length']} "
-        f"steps per rollout; {m.search.policy} search, {m.search.num_simulations} simulations; "
+        f"## MuZero on Anakin, 1 device ({device}): {ANAKIN['num_envs']} envs x "
+        f"{ANAKIN['rollout_length']} steps per rollout; "
+        f"{m.search.policy} search, {m.search.num_simulations} simulations; "
         f"replay {m.replay.capacity} sequences, {m.replay.updates_per_rollout} x "
         f"{m.replay.sequences_per_update} sampled per rollout"
     )
@@ -193,7 +201,10 @@ def main() -> None:
 
     if args.sebulba_steps:
         r = sebulba(args.sebulba_steps, args.seed)
-        print("\n## MuZero on Sebulba: envpool CartPole-v1, 1 actor thread x 16 envs, 1 CPU device")
+        print(
+            "\n## MuZero on Sebulba: envpool CartPole-v1, 1 actor thread x 16 envs, "
+            f"1 device ({device})"
+        )
         print(
             f"{'SPS':>7} {'wall s':>7} {'steps':>10} {'best train ret':>14} {'last train ret':>14} "
             f"{'eval ret':>8} {'actor s/rollout':>15} {'learner s/update':>16}"

@@ -17,6 +17,9 @@ comparison: PPO, 2 actor threads x 8 envs, actor and learner sharing the CPU dev
 5e5 steps: SPS and final return).
 
     uv run python benchmarks/sebulba_throughput.py [--case cartpole breakout stoix] [--quick]
+    # on an accelerator: bigger actor batches, more actor threads
+    python benchmarks/sebulba_throughput.py --case cartpole breakout \
+        --envs-per-thread 128 --actor-threads 4
 """
 
 from __future__ import annotations
@@ -231,14 +234,20 @@ def learner_sps(config, agent, seconds: float = SECONDS) -> float:
 
 
 def measure(name: str, config) -> dict:
+    import jax
+
     from podracer.agents import make_agent
     from podracer.envs import make_host
     from podracer.sebulba import final_return
     from podracer.sebulba import train
-    from podracer.sebulba.rollout import has_xla
+    from podracer.sebulba.rollout import XlaLoop
+    from podracer.sebulba.run import choose_loop
 
+    # The loop the training run's actors use: the XLA loop needs a CPU actor device.
+    actor_ids, _ = config.device_ids(len(jax.local_devices()))
     probe = make_host(config.env, num_envs=1)
-    spec, xla = probe.spec, has_xla(probe) and config.actor_loop != "python"
+    spec = probe.spec
+    xla = choose_loop(config, probe, jax.local_devices()[actor_ids[0]]) is XlaLoop
     probe.close()
     agent = make_agent(config.agent, spec, config.agent_config, total_updates=config.num_updates())
     a = raw_env_sps(config)
@@ -306,8 +315,24 @@ def main() -> None:
         "--case", nargs="*", default=["cartpole", "cartpole-python", "breakout", "stoix"]
     )
     parser.add_argument("--quick", action="store_true", help="quarter-length training runs")
+    # Layout overrides for every case (an accelerator wants bigger actor batches and more
+    # threads than the CPU defaults), e.g. --envs-per-thread 128 --actor-threads 4.
+    parser.add_argument("--envs-per-thread", type=int)
+    parser.add_argument("--actor-threads", type=int)
+    parser.add_argument("--rollout-length", type=int)
+    parser.add_argument("--total-env-steps", type=int)
     args = parser.parse_args()
-    all_cases = cases(args.quick)
+    overrides = {
+        field: value
+        for field, value in (
+            ("envs_per_thread", args.envs_per_thread),
+            ("actor_threads_per_device", args.actor_threads),
+            ("rollout_length", args.rollout_length),
+            ("total_env_steps", args.total_env_steps),
+        )
+        if value is not None
+    }
+    all_cases = {k: dataclasses.replace(c, **overrides) for k, c in cases(args.quick).items()}
     rows = []
     for name in args.case:
         row = measure(name, all_cases[name])

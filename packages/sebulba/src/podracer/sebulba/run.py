@@ -102,7 +102,8 @@ def _metadata(config: SebulbaConfig, spec: EnvSpec, env_steps: int, update: int)
     }
 
 
-def _choose_loop(config: SebulbaConfig, env: HostEnv, device: jax.Device) -> type:
+def choose_loop(config: SebulbaConfig, env: HostEnv, device: jax.Device) -> type:
+    """The rollout loop class an actor on `device` uses for `env` (`config.actor_loop`)."""
     xla_ok = has_xla(env) and device.platform == "cpu"
     if config.actor_loop == "xla" and not xla_ok:
         raise ValueError(
@@ -201,7 +202,7 @@ def train(config: SebulbaConfig, env_fn: EnvFn | None = None) -> TrainResult:
         if config.eval_interval and is_writer:  # process 0 evaluates
             envs.append(env_fn(config.eval_episodes, config.seed + 1_000_003))
         actor_devices = [devices[i] for i in actor_ids]
-        loop_cls = _choose_loop(config, envs[0], actor_devices[0])
+        loop_cls = choose_loop(config, envs[0], actor_devices[0])
 
         num_updates = config.num_updates(num_processes)
         steps_per_update = config.steps_per_update(num_processes)
