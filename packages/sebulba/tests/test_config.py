@@ -32,6 +32,17 @@ def test_bad_values_name_the_field(kwargs, field):
         SebulbaConfig(**kwargs)
 
 
+def test_actor_layout_defaults_depend_on_the_agent_unless_given():
+    def layout(**kwargs):
+        config = SebulbaConfig(**kwargs)
+        return config.envs_per_thread, config.rollout_length
+
+    assert layout() == (16, 32)
+    assert layout(agent="muzero") == (32, 16)  # Anakin's MuZero layout: replayed ~2x
+    assert layout(agent="muzero", envs_per_thread=8) == (8, 16)
+    assert layout(agent="ppo", rollout_length=64) == (16, 64)
+
+
 def test_device_layouts():
     config = SebulbaConfig(envs_per_thread=6)
     assert config.device_ids(1) == ((0,), (0,))

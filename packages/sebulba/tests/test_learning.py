@@ -21,13 +21,13 @@ def test_default_config_learns_cartpole(agent):
 
 
 def test_muzero_learns_cartpole():
-    # MuZero's defaults (Gumbel search, replay); a budget that fits the suite, in which the
-    # return rises from random play's ~22 to ~100 and is still unstable: the best logged
-    # return must be well above random (benchmarks/muzero.py runs it further).
+    # MuZero's defaults (Gumbel search, replay, 32 envs x 16 steps); a budget that fits the
+    # suite (~35 s), in which the return rises from random play's ~22 to 100-140: the best
+    # logged return must be well above random (benchmarks/muzero.py runs it to 500).
     config = SebulbaConfig(
-        agent="muzero", deterministic=True, total_env_steps=100_000, log_interval=10,
+        agent="muzero", deterministic=True, total_env_steps=200_000, log_interval=10,
         progress=False, tensorboard=False,
     )  # fmt: skip
     result = train(config)
     returns = [h["charts/episodic_return"] for h in result.history]
-    assert max(returns) >= 60, returns
+    assert max(returns) >= 90, returns

@@ -31,6 +31,14 @@ AgentName = Literal["impala", "ppo", "qlambda", "muzero"]
 ActorLoop = Literal["auto", "xla", "python"]
 
 
+# Actor layout (envs_per_thread, rollout_length) when not given. MuZero takes Anakin's
+# 32 envs x 16 steps: its replay adds one sequence of T+1 steps per env and samples a fixed
+# number of sequences per rollout, so 32 x 16 replays each step ~2x, like Anakin, where
+# 16 x 32 replayed each step ~4x and cost twice the learner time per env step.
+DEFAULT_LAYOUT = (16, 32)
+AGENT_LAYOUTS = {"muzero": (32, 16)}
+
+
 def _fail(field: str, expected: str, value) -> None:
     raise ValueError(f"SebulbaConfig.{field} must be {expected}, got {value!r}")
 
@@ -48,14 +56,14 @@ class SebulbaConfig:
     # but the actors'.
     learner_device_ids: tuple[int, ...] | None = None
     actor_threads_per_device: int = 1  # each thread owns envs_per_thread environments
-    envs_per_thread: int = 16  # the actor batch B of one trajectory
+    envs_per_thread: int | None = None  # the actor batch B of one trajectory; None: 16 (muzero 32)
     # Split each thread's envs into two halves stepped with send/recv, so one half's env
     # step overlaps the other half's inference.
     async_envs: bool = False
     # Rollout loop: "xla" runs recv -> policy -> send as one compiled scan (envpool's XLA
     # interface); "python" steps the HostEnv from Python; "auto": xla where available.
     actor_loop: ActorLoop = "auto"
-    rollout_length: int = 32  # T: env steps per trajectory
+    rollout_length: int | None = None  # T: env steps per trajectory; None: 32 (muzero 16)
     trajectories_per_update: int = 1  # K: actor trajectories in one learner batch
     total_env_steps: int = 500_000  # rounded up to whole updates
     seed: int = 0
@@ -87,6 +95,10 @@ class SebulbaConfig:
             _fail("agent", f"one of {sorted(AGENTS)}", self.agent)
         if not isinstance(self.env, str) or not self.env:
             _fail("env", "an environment name", self.env)
+        layout = AGENT_LAYOUTS.get(self.agent, DEFAULT_LAYOUT)
+        for name, default in zip(("envs_per_thread", "rollout_length"), layout):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, default)
         for name in ("actor_threads_per_device", "envs_per_thread", "rollout_length",
                      "trajectories_per_update", "total_env_steps", "queue_size",
                      "log_interval", "eval_episodes", "keep_checkpoints"):  # fmt: skip
