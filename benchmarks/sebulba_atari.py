@@ -5,9 +5,9 @@ Two agents, both with the Nature CNN (the deep IMPALA ResNet is for accelerators
 * `impala` (default: Pong-v5): V-trace actor-critic, 16 envs x 20 steps per update.
   8e5 agent steps (3.2M frames) take about 40 minutes at ~340 steps/s on this CPU,
   where the learner's update is most of the cost.
-* `muzero` (e.g. Breakout-v5): Gumbel MuZero, 8 simulations per step, a replay of
-  sequences on the learner device, one update of 16 sequences per rollout (replay ratio
-  about 1), the Nature CNN as the representation function.
+* `muzero` (e.g. Breakout-v5): Gumbel MuZero, 8 simulations per step, a prioritised
+  replay of sequences on the learner device, one update of 16 sequences per rollout
+  (replay ratio about 1), the Nature CNN as the representation function.
 
 Envs use the usual Atari training wrappers (episodic life, clipped rewards); the curve
 shows the unclipped return of whole games. Writes runs/<run-name>/ (metrics,
@@ -21,13 +21,13 @@ and prints the return reached.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 
 
 def make_config(args):
     from podracer.agents import ImpalaConfig
     from podracer.agents import MuZeroConfig
-    from podracer.agents import ReplayConfig
     from podracer.sebulba import SebulbaConfig
 
     return SebulbaConfig(
@@ -53,8 +53,12 @@ def make_config(args):
             latent_size=128,
             learning_rate=3e-4,
             # 1024 sequences of 21 frames (about 600 MB of uint8 observations): the last
-            # 64 rollouts; one update of 16 sequences per rollout of 16.
-            replay=ReplayConfig(capacity=1024, sequences_per_update=16, updates_per_rollout=1),
+            # 64 rollouts; one update of 16 sequences per rollout of 16, prioritised with
+            # the agent's default exponents.
+            replay=dataclasses.replace(
+                MuZeroConfig().replay, capacity=1024, sequences_per_update=16,
+                updates_per_rollout=1,
+            ),  # fmt: skip
         ),
     )  # fmt: skip
 
