@@ -37,8 +37,12 @@ def _time_chunks(fn, state, repeats: int):
 def catch_demo(num_envs: int, updates: int, repeats: int) -> dict:
     import jax
 
-    from podracer.agents import QLambdaConfig, make_agent
-    from podracer.anakin import make_chunk, make_init, make_mesh, make_rollout
+    from podracer.agents import QLambdaConfig
+    from podracer.agents import make_agent
+    from podracer.anakin import make_chunk
+    from podracer.anakin import make_init
+    from podracer.anakin import make_mesh
+    from podracer.anakin import make_rollout
     from podracer.envs import make
 
     env = make("catch")
@@ -71,7 +75,9 @@ def catch_demo(num_envs: int, updates: int, repeats: int) -> dict:
 
 
 def cartpole_ppo(num_envs: int, total: int) -> dict:
-    from podracer.anakin import AnakinConfig, final_return, train
+    from podracer.anakin import AnakinConfig
+    from podracer.anakin import final_return
+    from podracer.anakin import train
 
     config = AnakinConfig(env="gymnax:CartPole-v1", agent="ppo", num_envs=num_envs, rollout_length=128,
                           updates_per_chunk=max(1, total // (num_envs * 128 * 10)),

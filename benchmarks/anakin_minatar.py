@@ -14,8 +14,11 @@ import math
 import os
 import time
 
-from podracer.agents import ImpalaConfig, PPOConfig
-from podracer.anakin import AnakinConfig, final_return, train
+from podracer.agents import ImpalaConfig
+from podracer.agents import PPOConfig
+from podracer.anakin import AnakinConfig
+from podracer.anakin import final_return
+from podracer.anakin import train
 
 
 def main() -> None:
@@ -56,7 +59,7 @@ def main() -> None:
     ax.plot(steps, [h["charts/episodic_return"] for h in result.history], label="training return")
     evals = [(h["env_steps"], h["eval/episodic_return"]) for h in result.history if "eval/episodic_return" in h]
     if evals:
-        ax.plot(*zip(*evals), "o-", label="greedy evaluation")
+        ax.plot(*zip(*evals, strict=True), "o-", label="greedy evaluation")
     ax.set_xlabel("environment steps")
     ax.set_ylabel("episodic return")
     ax.set_title(f"Anakin {args.agent} on {args.env} ({result.sps:,.0f} SPS)")

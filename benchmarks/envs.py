@@ -23,6 +23,7 @@ import warnings
 import jax
 import jax.numpy as jnp
 import numpy as np
+
 import podracer.envs as pe
 
 

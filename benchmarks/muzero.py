@@ -203,9 +203,7 @@ def main() -> None:
 
     if args.sebulba_steps:
         r = sebulba(args.sebulba_steps, args.seed)
-        print(
-            f"\n## MuZero on Sebulba: envpool CartPole-v1, {r['layout']}, 1 device ({device})"
-        )
+        print(f"\n## MuZero on Sebulba: envpool CartPole-v1, {r['layout']}, 1 device ({device})")
         print(
             f"{'SPS':>7} {'wall s':>7} {'steps':>10} {'best train ret':>14} {'last train ret':>14} "
             f"{'eval ret':>8} {'actor s/rollout':>15} {'learner s/update':>16}"

@@ -18,7 +18,10 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import mctx
-from podracer.search import MuZeroModel, SearchConfig, search
+
+from podracer.search import MuZeroModel
+from podracer.search import SearchConfig
+from podracer.search import search
 
 OBS_DIM, LATENT_DIM, NUM_ACTIONS, DISCOUNT = 32, 64, 8, 0.997
 

@@ -105,7 +105,7 @@ def main() -> None:
     fig.savefig(png, dpi=120)
     with open(png.removesuffix(".png") + ".csv", "w") as f:
         f.write("frames,episodic_return\n")
-        f.writelines(f"{x},{y:.2f}\n" for x, y in zip(frames, returns))
+        f.writelines(f"{x},{y:.2f}\n" for x, y in zip(frames, returns, strict=True))
     ret = final_return(result)
     print(
         f"{args.env} {args.agent}: {result.env_steps * 4:,} frames, {result.sps:,.0f} steps/s, "

@@ -62,7 +62,7 @@ def raw_env_sps(config) -> float:
     n = config.actor_threads_per_device
     envs = [make_host(config.env, num_envs=config.envs_per_thread, seed=i) for i in range(n)]
     pools = [getattr(env, "pool", None) for env in envs]
-    step = [env.step if pool is None else pool.step for env, pool in zip(envs, pools)]
+    step = [env.step if pool is None else pool.step for env, pool in zip(envs, pools, strict=True)]
     for env in envs:
         env.reset()
     rng = np.random.default_rng(0)

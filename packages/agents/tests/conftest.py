@@ -15,8 +15,10 @@ import types
 import jax.numpy as jnp
 import numpy as np
 import pytest
+
 from podracer.agents import Trajectory
-from podracer.envs import EnvSpec, TimeStep
+from podracer.envs import EnvSpec
+from podracer.envs import TimeStep
 
 # Tiny specs: flat float features that can truncate, and Atari-like uint8 frames.
 VECTOR_SPEC = EnvSpec("probe", (3,), "float32", 2, max_episode_steps=10)

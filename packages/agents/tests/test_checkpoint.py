@@ -12,15 +12,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from podracer.agents import (
-    Checkpointer,
-    QLambdaConfig,
-    abstract_like,
-    init_train_state,
-    make_qlambda,
-    package_versions,
-    to_jsonable,
-)
+
+from podracer.agents import Checkpointer
+from podracer.agents import QLambdaConfig
+from podracer.agents import abstract_like
+from podracer.agents import init_train_state
+from podracer.agents import make_qlambda
+from podracer.agents import package_versions
+from podracer.agents import to_jsonable
 from podracer.envs import EnvSpec
 
 CONFIG = QLambdaConfig(torso="mlp", hidden_sizes=(4,))

@@ -3,7 +3,10 @@
 import dataclasses
 
 import pytest
-from podracer.agents import ImpalaConfig, PPOConfig, QLambdaConfig
+
+from podracer.agents import ImpalaConfig
+from podracer.agents import PPOConfig
+from podracer.agents import QLambdaConfig
 
 
 @pytest.mark.parametrize(

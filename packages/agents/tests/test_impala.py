@@ -5,7 +5,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from podracer.agents import ActorCritic, ImpalaConfig, make_impala
+
+from podracer.agents import ActorCritic
+from podracer.agents import ImpalaConfig
+from podracer.agents import make_impala
 
 CONFIG = ImpalaConfig(
     gamma=0.9,

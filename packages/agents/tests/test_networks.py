@@ -4,8 +4,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from podracer.agents import ActorCritic, ImpalaResNet, NatureCNN, QNetwork, Torso, preprocess
-from podracer.agents.networks import Head, resolve_torso
+
+from podracer.agents import ActorCritic
+from podracer.agents import ImpalaResNet
+from podracer.agents import NatureCNN
+from podracer.agents import QNetwork
+from podracer.agents import Torso
+from podracer.agents import preprocess
+from podracer.agents.networks import Head
+from podracer.agents.networks import resolve_torso
 from podracer.envs import EnvSpec
 
 

@@ -3,7 +3,12 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
-from podracer.agents.policy import categorical_entropy, epsilon_greedy, log_prob, sample_categorical, select
+
+from podracer.agents.policy import categorical_entropy
+from podracer.agents.policy import epsilon_greedy
+from podracer.agents.policy import log_prob
+from podracer.agents.policy import sample_categorical
+from podracer.agents.policy import select
 
 
 def test_log_prob_and_entropy_match_numpy():

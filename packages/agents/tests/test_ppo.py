@@ -5,7 +5,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from podracer.agents import ActorCritic, PPOConfig, Trajectory, make_ppo
+
+from podracer.agents import ActorCritic
+from podracer.agents import PPOConfig
+from podracer.agents import Trajectory
+from podracer.agents import make_ppo
 
 CONFIG = PPOConfig(
     gamma=0.9,

@@ -5,7 +5,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from podracer.agents import QLambdaConfig, QNetwork, make_qlambda
+
+from podracer.agents import QLambdaConfig
+from podracer.agents import QNetwork
+from podracer.agents import make_qlambda
 
 CONFIG = QLambdaConfig(learning_rate=1e-2, gamma=0.9, lambda_=0.7, torso="mlp", hidden_sizes=(8,))
 T, B = 4, 2

@@ -1,14 +1,13 @@
 """Agents by name: lookup, suggestions, config overrides."""
 
 import pytest
-from podracer.agents import (
-    AGENTS,
-    ImpalaConfig,
-    PPOConfig,
-    agent_config,
-    make_agent,
-    register_agent,
-)
+
+from podracer.agents import AGENTS
+from podracer.agents import ImpalaConfig
+from podracer.agents import PPOConfig
+from podracer.agents import agent_config
+from podracer.agents import make_agent
+from podracer.agents import register_agent
 from podracer.envs import EnvSpec
 
 SPEC = EnvSpec("probe", (3,), "float32", 2)

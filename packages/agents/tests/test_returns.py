@@ -7,7 +7,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from podracer.agents import bootstrap_values, boundaries, lambda_advantages, vtrace
+
+from podracer.agents import bootstrap_values
+from podracer.agents import boundaries
+from podracer.agents import lambda_advantages
+from podracer.agents import vtrace
 
 GAMMA = 0.9
 JIT_OR_NOT = pytest.mark.parametrize("variant", [jax.jit, lambda f: f], ids=["jit", "nojit"])

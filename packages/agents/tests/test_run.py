@@ -8,7 +8,12 @@ import os
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from podracer.agents import MetricWriter, PPOConfig, Progress, RunDir, to_jsonable
+
+from podracer.agents import MetricWriter
+from podracer.agents import PPOConfig
+from podracer.agents import Progress
+from podracer.agents import RunDir
+from podracer.agents import to_jsonable
 
 
 def test_to_jsonable_handles_configs_tuples_and_scalars():

@@ -3,7 +3,11 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
-from podracer.agents import QLambdaConfig, TrainState, init_train_state, make_qlambda
+
+from podracer.agents import QLambdaConfig
+from podracer.agents import TrainState
+from podracer.agents import init_train_state
+from podracer.agents import make_qlambda
 
 
 def test_init_train_state_splits_the_key_and_starts_at_zero(vector_spec):

@@ -4,7 +4,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from podracer.agents import Trajectory, make_optimizer, masked_mean, sgd_update
+
+from podracer.agents import Trajectory
+from podracer.agents import make_optimizer
+from podracer.agents import masked_mean
+from podracer.agents import sgd_update
 
 
 def test_masked_mean_ignores_masked_entries_and_is_zero_when_all_are():

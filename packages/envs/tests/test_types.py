@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from podracer.envs import EnvSpec, TimeStep
+from podracer.envs import EnvSpec
+from podracer.envs import TimeStep
 
 
 def test_env_spec_round_trips_through_json():

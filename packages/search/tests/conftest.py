@@ -6,7 +6,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from podracer.search import MuZeroModel, search
+
+from podracer.search import MuZeroModel
+from podracer.search import search
 
 # A deterministic MDP with 3 actions; the observation `[B]` is the start state.
 # State 0: greedy immediate reward misleads. Action 0 pays 1 and ends, action 2 pays 0.5

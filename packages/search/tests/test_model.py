@@ -4,13 +4,12 @@ import jax
 import jax.numpy as jnp
 import mctx
 import numpy as np
-from podracer.search import (
-    DynamicsOutput,
-    MuZeroModel,
-    PredictionOutput,
-    make_recurrent_fn,
-    make_root,
-)
+
+from podracer.search import DynamicsOutput
+from podracer.search import MuZeroModel
+from podracer.search import PredictionOutput
+from podracer.search import make_recurrent_fn
+from podracer.search import make_root
 
 
 def _linear_model() -> MuZeroModel:

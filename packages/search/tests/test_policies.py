@@ -10,7 +10,9 @@ import jax.numpy as jnp
 import mctx
 import numpy as np
 import pytest
-from podracer.search import SearchConfig, SearchOutput
+
+from podracer.search import SearchConfig
+from podracer.search import SearchOutput
 
 GUMBEL = SearchConfig(num_simulations=16)  # mctx's defaults otherwise
 # PUCT with a zero value function needs more simulations to look past the trap of state

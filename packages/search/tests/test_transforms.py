@@ -3,7 +3,10 @@
 import jax
 import numpy as np
 import pytest
-from podracer.search import DiscreteSupport, signed_hyperbolic, signed_parabolic
+
+from podracer.search import DiscreteSupport
+from podracer.search import signed_hyperbolic
+from podracer.search import signed_parabolic
 
 # Jitted once: one compile per function instead of one per eager primitive.
 h = jax.jit(signed_hyperbolic)

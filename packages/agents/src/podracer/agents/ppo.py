@@ -16,10 +16,19 @@ import jax.numpy as jnp
 import optax
 
 from podracer.agents import returns
-from podracer.agents.config import check_choice, check_positive, check_range, fail
-from podracer.agents.networks import TORSOS, ActorCritic, resolve_torso
-from podracer.agents.policy import categorical_entropy, log_prob, sample_categorical
-from podracer.agents.types import Agent, Trajectory, masked_mean
+from podracer.agents.config import check_choice
+from podracer.agents.config import check_positive
+from podracer.agents.config import check_range
+from podracer.agents.config import fail
+from podracer.agents.networks import TORSOS
+from podracer.agents.networks import ActorCritic
+from podracer.agents.networks import resolve_torso
+from podracer.agents.policy import categorical_entropy
+from podracer.agents.policy import log_prob
+from podracer.agents.policy import sample_categorical
+from podracer.agents.types import Agent
+from podracer.agents.types import Trajectory
+from podracer.agents.types import masked_mean
 from podracer.envs import EnvSpec
 
 

@@ -16,10 +16,19 @@ import jax.numpy as jnp
 import rlax
 
 from podracer.agents import returns
-from podracer.agents.config import check_choice, check_positive, check_range
-from podracer.agents.networks import TORSOS, QNetwork, resolve_torso
-from podracer.agents.policy import epsilon_greedy, select
-from podracer.agents.types import Agent, Trajectory, make_optimizer, masked_mean, sgd_update
+from podracer.agents.config import check_choice
+from podracer.agents.config import check_positive
+from podracer.agents.config import check_range
+from podracer.agents.networks import TORSOS
+from podracer.agents.networks import QNetwork
+from podracer.agents.networks import resolve_torso
+from podracer.agents.policy import epsilon_greedy
+from podracer.agents.policy import select
+from podracer.agents.types import Agent
+from podracer.agents.types import Trajectory
+from podracer.agents.types import make_optimizer
+from podracer.agents.types import masked_mean
+from podracer.agents.types import sgd_update
 from podracer.envs import EnvSpec
 
 

@@ -7,10 +7,14 @@ import difflib
 from collections.abc import Callable
 from typing import Any
 
-from podracer.agents.impala import ImpalaConfig, make_impala
-from podracer.agents.muzero import MuZeroConfig, make_muzero
-from podracer.agents.ppo import PPOConfig, make_ppo
-from podracer.agents.qlambda import QLambdaConfig, make_qlambda
+from podracer.agents.impala import ImpalaConfig
+from podracer.agents.impala import make_impala
+from podracer.agents.muzero import MuZeroConfig
+from podracer.agents.muzero import make_muzero
+from podracer.agents.ppo import PPOConfig
+from podracer.agents.ppo import make_ppo
+from podracer.agents.qlambda import QLambdaConfig
+from podracer.agents.qlambda import make_qlambda
 from podracer.agents.types import Agent
 from podracer.envs import EnvSpec
 

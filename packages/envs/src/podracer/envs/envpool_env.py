@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from typing import Any, NamedTuple
+from typing import Any
+from typing import NamedTuple
 
 import jax.numpy as jnp
 import numpy as np

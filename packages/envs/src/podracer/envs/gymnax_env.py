@@ -10,7 +10,8 @@ running episode return and length in its state.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple
+from typing import Any
+from typing import NamedTuple
 
 import chex
 import jax.numpy as jnp

@@ -24,7 +24,10 @@ Both emit the same `TimeStep`. The conventions every agent relies on:
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any
+from typing import NamedTuple
+from typing import Protocol
+from typing import runtime_checkable
 
 import chex
 import numpy as np

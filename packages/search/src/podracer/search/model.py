@@ -17,7 +17,8 @@ The functions may return plain tuples; `DynamicsOutput` / `PredictionOutput` nam
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
+from typing import NamedTuple
 
 import chex
 import mctx

@@ -19,13 +19,18 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable
-from typing import Literal, NamedTuple
+from typing import Literal
+from typing import NamedTuple
 
 import chex
 import jax
 import jax.numpy as jnp
 import mctx
-from podracer.search.model import MuZeroModel, Params, make_recurrent_fn, make_root
+
+from podracer.search.model import MuZeroModel
+from podracer.search.model import Params
+from podracer.search.model import make_recurrent_fn
+from podracer.search.model import make_root
 
 PolicyName = Literal["gumbel", "muzero"]
 QTransformName = Literal["default", "mix_value", "parent_and_siblings", "min_max"]

@@ -96,7 +96,7 @@ class SebulbaConfig:
         if not isinstance(self.env, str) or not self.env:
             _fail("env", "an environment name", self.env)
         layout = AGENT_LAYOUTS.get(self.agent, DEFAULT_LAYOUT)
-        for name, default in zip(("envs_per_thread", "rollout_length"), layout):
+        for name, default in zip(("envs_per_thread", "rollout_length"), layout, strict=True):
             if getattr(self, name) is None:
                 object.__setattr__(self, name, default)
         for name in ("actor_threads_per_device", "envs_per_thread", "rollout_length",
