@@ -21,6 +21,8 @@ import subprocess
 import sys
 import time
 
+RUNS = "runs/benchmarks"  # where the training runs of this script go
+
 
 def _time_chunks(fn, state, repeats: int):
     state, metrics = fn(state)  # compile + first run
@@ -46,7 +48,9 @@ def catch_demo(num_envs: int, updates: int, repeats: int) -> dict:
     from podracer.envs import make
 
     env = make("catch")
-    agent = make_agent("qlambda", env.spec, QLambdaConfig(learning_rate=1e-4, lambda_=0.9, gamma=0.99))
+    agent = make_agent(
+        "qlambda", env.spec, QLambdaConfig(learning_rate=1e-4, lambda_=0.9, gamma=0.99)
+    )
     mesh = make_mesh(1)
     T = 16
     state = make_init(agent, env, num_envs, mesh)(jax.random.PRNGKey(0))
@@ -70,22 +74,39 @@ def catch_demo(num_envs: int, updates: int, repeats: int) -> dict:
     carry = (state.train.params, state.env_state, state.timestep, state.env_key)
     _, act_s = _time_chunks(act_only, carry, repeats)
     frames = num_envs * T * updates
-    return {"envs": num_envs, "train_fps": frames / train_s, "act_fps": frames / act_s,
-            "ratio": act_s / train_s}
+    return {
+        "envs": num_envs,
+        "train_fps": frames / train_s,
+        "act_fps": frames / act_s,
+        "ratio": act_s / train_s,
+    }
 
 
 def cartpole_ppo(num_envs: int, total: int) -> dict:
+    from podracer.agents.runs import final_return
     from podracer.anakin import AnakinConfig
-    from podracer.anakin import final_return
     from podracer.anakin import train
 
-    config = AnakinConfig(env="gymnax:CartPole-v1", agent="ppo", num_envs=num_envs, rollout_length=128,
-                          updates_per_chunk=max(1, total // (num_envs * 128 * 10)),
-                          total_env_steps=total, progress=False, tensorboard=False)
+    config = AnakinConfig(
+        env="gymnax:CartPole-v1",
+        agent="ppo",
+        num_envs=num_envs,
+        rollout_length=128,
+        updates_per_chunk=max(1, total // (num_envs * 128 * 10)),
+        total_env_steps=total,
+        progress=False,
+        tensorboard=False,
+        runs_root=RUNS,
+    )
     t0 = time.perf_counter()
     result = train(config)
-    return {"envs": num_envs, "sps": result.sps, "compile_s": result.compile_seconds,
-            "wall_s": time.perf_counter() - t0, "final_return": final_return(result, last=2)}
+    return {
+        "envs": num_envs,
+        "sps": result.sps,
+        "compile_s": result.compile_seconds,
+        "wall_s": time.perf_counter() - t0,
+        "final_return": final_return(result, last=2),
+    }
 
 
 DEVICE_SCRIPT = """
@@ -113,14 +134,18 @@ def devices_scaling(envs: int, updates: int, repeats: int) -> list[dict]:
     for n in (1, 2, 4):
         env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={n}"}
         script = DEVICE_SCRIPT.format(n=n, envs=envs, updates=updates, repeats=repeats)
-        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+        )
         line = next(x for x in out.stdout.splitlines() if x.startswith("RESULT"))
         rows.append(json.loads(line.split(" ", 1)[1]))
     return rows
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="fewer updates and repeats")
     parser.add_argument("--skip-devices", action="store_true")
     parser.add_argument(
@@ -134,13 +159,21 @@ def main() -> None:
     print(f"{'envs/device':>12} {'train FPS':>12} {'act-only FPS':>13} {'train/act':>10}")
     for n in args.catch_envs:
         r = catch_demo(n, updates, repeats)
-        print(f"{r['envs']:>12} {r['train_fps']:>12,.0f} {r['act_fps']:>13,.0f} {r['ratio']:>10.1%}")
+        print(
+            f"{r['envs']:>12} {r['train_fps']:>12,.0f} {r['act_fps']:>13,.0f} {r['ratio']:>10.1%}"
+        )
 
     print("\n## CartPole-v1 PPO (PureJaxRL settings: 128 steps, 4 epochs x 4 minibatches)")
     print(f"{'envs':>6} {'SPS':>10} {'compile s':>10} {'wall s':>8} {'final return':>13}")
-    for n, total in ((4, 100_000 if args.quick else 500_000), (64, 500_000 if args.quick else 2_000_000)):
+    for n, total in (
+        (4, 100_000 if args.quick else 500_000),
+        (64, 500_000 if args.quick else 2_000_000),
+    ):
         r = cartpole_ppo(n, total)
-        print(f"{r['envs']:>6} {r['sps']:>10,.0f} {r['compile_s']:>10.1f} {r['wall_s']:>8.1f} {r['final_return']:>13.1f}")
+        print(
+            f"{r['envs']:>6} {r['sps']:>10,.0f} {r['compile_s']:>10.1f} {r['wall_s']:>8.1f} "
+            f"{r['final_return']:>13.1f}"
+        )
 
     if not args.skip_devices:
         print("\n## Fake CPU devices, same global batch (1024 envs), Catch Q(lambda)")

@@ -1,6 +1,7 @@
 """Anakin on a MinAtar game (gymnax Breakout-MinAtar): the learning curve as a PNG.
 
-    uv run python benchmarks/anakin_minatar.py [--agent ppo|impala] [--steps 5000000] [--out benchmarks/out]
+    uv run python benchmarks/anakin_minatar.py [--agent ppo|impala] [--steps 5000000] \
+        [--out benchmarks/out]
 
 Prints the final training and evaluation returns and frames per second, and writes
 `<out>/anakin_<env>_<agent>.png` and the metrics as JSON lines beside it.
@@ -16,13 +17,15 @@ import time
 
 from podracer.agents import ImpalaConfig
 from podracer.agents import PPOConfig
+from podracer.agents.runs import final_return
 from podracer.anakin import AnakinConfig
-from podracer.anakin import final_return
 from podracer.anakin import train
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--env", default="gymnax:Breakout-MinAtar")
     parser.add_argument("--agent", default="ppo", choices=("ppo", "impala"))
     parser.add_argument("--steps", type=int, default=5_000_000)
@@ -32,14 +35,28 @@ def main() -> None:
 
     # PureJaxRL's MinAtar PPO settings (MLP 256x256 on the flattened board).
     agents = {
-        "ppo": PPOConfig(learning_rate=5e-4, hidden_sizes=(256, 256), activation="relu", num_minibatches=4,
-                         entropy_cost=0.01, separate_critic=False),
+        "ppo": PPOConfig(
+            learning_rate=5e-4,
+            hidden_sizes=(256, 256),
+            activation="relu",
+            num_minibatches=4,
+            entropy_cost=0.01,
+            separate_critic=False,
+        ),
         "impala": ImpalaConfig(learning_rate=5e-4, hidden_sizes=(256, 256), activation="relu"),
     }
     config = AnakinConfig(
-        env=args.env, agent=args.agent, num_envs=args.num_envs, rollout_length=128,
-        updates_per_chunk=10, total_env_steps=args.steps, eval_every_chunks=5, eval_envs=32,
-        progress=True, tensorboard=False, **{args.agent: agents[args.agent]},
+        env=args.env,
+        agent=args.agent,
+        num_envs=args.num_envs,
+        rollout_length=128,
+        updates_per_chunk=10,
+        total_env_steps=args.steps,
+        eval_interval=5 * args.num_envs * 128 * 10,  # every 5 chunks
+        eval_episodes=32,
+        progress=True,
+        tensorboard=False,
+        agent_config=agents[args.agent],
     )
     t0 = time.perf_counter()
     result = train(config)
@@ -57,7 +74,11 @@ def main() -> None:
     steps = [h["env_steps"] for h in result.history]
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot(steps, [h["charts/episodic_return"] for h in result.history], label="training return")
-    evals = [(h["env_steps"], h["eval/episodic_return"]) for h in result.history if "eval/episodic_return" in h]
+    evals = [
+        (h["env_steps"], h["eval/episodic_return"])
+        for h in result.history
+        if "eval/episodic_return" in h
+    ]
     if evals:
         ax.plot(*zip(*evals, strict=True), "o-", label="greedy evaluation")
     ax.set_xlabel("environment steps")
@@ -67,8 +88,11 @@ def main() -> None:
     fig.tight_layout()
     fig.savefig(stem + ".png", dpi=100)
     last_eval = evals[-1][1] if evals else math.nan
-    print(f"{args.env} {args.agent}: {result.env_steps:,} steps in {wall:.0f}s, {result.sps:,.0f} SPS, "
-          f"final training return {final_return(result):.2f}, final eval return {last_eval:.2f}; curve: {stem}.png")
+    print(
+        f"{args.env} {args.agent}: {result.env_steps:,} steps in {wall:.0f}s, "
+        f"{result.sps:,.0f} SPS, final training return {final_return(result):.2f}, "
+        f"final eval return {last_eval:.2f}; curve: {stem}.png"
+    )
 
 
 if __name__ == "__main__":

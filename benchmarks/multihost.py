@@ -1,7 +1,7 @@
 """Multi-host cost on one machine: 1 process x 2 devices vs 2 processes x 1 device (figures).
 
 The same global run in both layouts; the two processes join over 127.0.0.1 with gloo
-CPU collectives (`python -m podracer.agents.launch`), so the difference is the cost of
+CPU collectives (`podracer launch`), so the difference is the cost of
 cross-process collectives (and of a second Python process) on this machine.
 
 * Anakin: Catch with Q(lambda) (the demo), `--anakin-envs` global envs, rollout 16,
@@ -26,7 +26,7 @@ import textwrap
 ANAKIN = textwrap.dedent(
     """
     import json, sys, jax
-    from podracer.agents import DistributedConfig
+    from podracer.agents.runs import DistributedConfig
     from podracer.anakin import AnakinConfig, train
     envs, steps, dist = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "dist"
     r = train(AnakinConfig(num_envs=envs, total_env_steps=steps, progress=False, tensorboard=False,
@@ -39,16 +39,16 @@ ANAKIN = textwrap.dedent(
 SEBULBA = textwrap.dedent(
     """
     import json, sys, jax
-    from podracer.agents import DistributedConfig
-    from podracer.sebulba import SebulbaConfig, final_return, train
+    from podracer.agents.runs import DistributedConfig, final_return
+    from podracer.sebulba import SebulbaConfig, train
     steps, dist = int(sys.argv[1]), sys.argv[2] == "dist"
     if dist:
         layout = dict(actor_threads_per_device=1, trajectories_per_update=1)
     else:
         layout = dict(actor_threads_per_device=2, trajectories_per_update=2,
                       actor_device_ids=(0,), learner_device_ids=(1,))
-    config = SebulbaConfig(envs_per_thread=16, rollout_length=32, total_env_steps=steps,
-                           progress=False, tensorboard=False,
+    config, _ = SebulbaConfig.from_preset(envs_per_thread=16, rollout_length=32,
+                           total_env_steps=steps, progress=False, tensorboard=False,
                            cluster=DistributedConfig(distributed=dist), **layout)
     r = train(config)
     if jax.process_index() == 0:
@@ -64,7 +64,8 @@ def _run(code: str, args: list[str], processes: int) -> dict:
         out = subprocess.run([*script, *args, "local"], env=env, capture_output=True, text=True)
         text = out.stdout + out.stderr
     else:
-        launch = [sys.executable, "-m", "podracer.agents.launch", "-n", str(processes), "-d", "1"]
+        launch = [sys.executable, "-m", "podracer.agents.runs.launch", "-n", str(processes),
+                  "-d", "1"]  # fmt: skip
         out = subprocess.run(
             [*launch, "--", *script, *args, "dist"], capture_output=True, text=True
         )

@@ -1,4 +1,4 @@
-"""MuZero on Anakin and Sebulba: frames per second, compile, wall time to target, search vs learning.
+"""MuZero on Anakin and Sebulba: frames per second, compile, time to target, search vs learning.
 
 One table, one row per task (Catch, gymnax CartPole-v1), each trained with the
 `MuZeroConfig` defaults (Gumbel search, sequence replay: see the agent's module doc):
@@ -6,7 +6,7 @@ One table, one row per task (Catch, gymnax CartPole-v1), each trained with the
 * FPS: training frames per second after the first (compiling) chunk;
 * compile s: the first chunk's time beyond a steady chunk;
 * to target: wall time (compile included, evaluations included) and env steps until the
-  greedy evaluation (deterministic search, `eval_envs` episodes) first reaches the target
+  greedy evaluation (deterministic search, `eval_episodes` episodes) first reaches the target
   (Catch 0.9, CartPole 475), within the task's wall-clock budget;
 * final: the training return (search-sampled actions, with exploration) of the last two
   chunks and the last greedy evaluation;
@@ -40,8 +40,8 @@ ANAKIN = dict(
     rollout_length=16,
     updates_per_chunk=50,
     total_env_steps=100_000_000,  # the wall-clock budget ends the run
-    eval_every_chunks=2,
-    eval_envs=32,
+    eval_interval=2 * 32 * 16 * 50,  # every 2 chunks
+    eval_episodes=32,
     eval_max_steps=500,
     progress=False,
     tensorboard=False,
@@ -59,7 +59,7 @@ def anakin_config(env: str, seconds: float, **overrides):
 
 
 def learn(config, target: float) -> dict:
-    from podracer.anakin import final_return
+    from podracer.agents.runs import final_return
     from podracer.anakin import train
 
     result = train(config)
@@ -127,8 +127,8 @@ def sebulba(total_env_steps: int, seed: int) -> dict:
     from podracer.sebulba import SebulbaConfig
     from podracer.sebulba import train
 
-    config = SebulbaConfig(
-        agent="muzero", total_env_steps=total_env_steps, seed=seed, log_interval=20,
+    config, _ = SebulbaConfig.from_preset(  # the muzero preset: 32 envs x 16 steps
+        agent="muzero", total_env_steps=total_env_steps, seed=seed, log_interval=20 * 512,
         eval_interval=10**9, progress=False, tensorboard=False,
     )  # fmt: skip
     start = time.perf_counter()

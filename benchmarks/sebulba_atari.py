@@ -38,17 +38,18 @@ def make_config(args):
         rollout_length=20,
         trajectories_per_update=1,
         total_env_steps=args.env_steps,
-        log_interval=20,
-        checkpoint_interval=500,
+        log_interval=20 * 20 * args.envs_per_thread * args.actor_threads,
+        checkpoint_interval=500 * 20 * args.envs_per_thread * args.actor_threads,
         run_name=args.run_name or f"sebulba_{args.agent}_{args.env}",
-        impala=ImpalaConfig(
+        agent_config=ImpalaConfig(
             torso="nature_cnn",
             learning_rate=6e-4,
             entropy_cost=0.01,
             max_grad_norm=40.0,
             separate_critic=False,
-        ),
-        muzero=MuZeroConfig(
+        )
+        if args.agent == "impala"
+        else MuZeroConfig(
             torso="nature_cnn",
             latent_size=128,
             learning_rate=3e-4,
@@ -78,9 +79,9 @@ def main() -> None:
     parser.add_argument("--png", default=None, help="default: benchmarks/out/<run-name>.png")
     args = parser.parse_args()
 
+    from podracer.agents.runs import final_return
     from podracer.envs import AtariOptions
     from podracer.envs import make_host
-    from podracer.sebulba import final_return
     from podracer.sebulba import train
 
     config = make_config(args)

@@ -237,8 +237,8 @@ def measure(name: str, config) -> dict:
     import jax
 
     from podracer.agents import make_agent
+    from podracer.agents.runs import final_return
     from podracer.envs import make_host
-    from podracer.sebulba import final_return
     from podracer.sebulba import train
     from podracer.sebulba.rollout import XlaLoop
     from podracer.sebulba.run import choose_loop
@@ -274,9 +274,10 @@ def measure(name: str, config) -> dict:
 
 def cases(quick: bool) -> dict:
     from podracer.agents import ImpalaConfig
+    from podracer.agents import PPOConfig
     from podracer.sebulba import SebulbaConfig
 
-    base = SebulbaConfig(progress=False, tensorboard=False, log_interval=20)
+    base, _ = SebulbaConfig.from_preset(progress=False, tensorboard=False, log_interval=20 * 512)
     scale = 0.25 if quick else 1.0
     return {
         "cartpole": dataclasses.replace(base, total_env_steps=int(1_000_000 * scale)),
@@ -290,14 +291,15 @@ def cases(quick: bool) -> dict:
             rollout_length=20,
             trajectories_per_update=1,
             total_env_steps=int(20_000 * scale),
-            log_interval=5,
-            impala=ImpalaConfig(
+            log_interval=5 * 160,
+            agent_config=ImpalaConfig(
                 torso="nature_cnn", learning_rate=6e-4, hidden_sizes=(256,), activation="relu"
             ),
         ),  # fmt: skip
         "stoix": dataclasses.replace(
             base,
             agent="ppo",
+            agent_config=PPOConfig(anneal_lr=False),
             envs_per_thread=8,
             actor_threads_per_device=2,
             rollout_length=32,

@@ -3,6 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v uv >/dev/null 2>&1 || python3 -m pip install --quiet "uv>=0.8"
-export UV_PYTHON_DOWNLOADS=never JAX_NUMPY_RANK_PROMOTION=raise
+export UV_PYTHON_DOWNLOADS=never
 uv sync --locked --all-packages --all-extras --quiet
 uv run --no-sync pytest -n 2 "$@"

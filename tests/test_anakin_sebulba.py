@@ -8,6 +8,7 @@ within 0.1 of each other.
 import pytest
 
 from podracer.agents import ImpalaConfig
+from podracer.agents.runs import final_return
 
 pytestmark = pytest.mark.slow
 
@@ -21,14 +22,14 @@ def test_catch_learns_to_the_same_level_on_both_runtimes():
 
     on_device = anakin.train(anakin.AnakinConfig(
         env="catch", agent="impala", num_envs=32, rollout_length=16, updates_per_chunk=50,
-        total_env_steps=STEPS, impala=AGENT, progress=False, tensorboard=False,
+        total_env_steps=STEPS, agent_config=AGENT, progress=False, tensorboard=False,
     ))  # fmt: skip
     on_host = sebulba.train(sebulba.SebulbaConfig(
         env="catch", agent="impala", envs_per_thread=32, rollout_length=16,
-        trajectories_per_update=1, total_env_steps=STEPS, impala=AGENT, deterministic=True,
+        trajectories_per_update=1, total_env_steps=STEPS, agent_config=AGENT, deterministic=True,
         progress=False, tensorboard=False,
     ))  # fmt: skip
-    anakin_return = anakin.final_return(on_device, last=2)
-    sebulba_return = sebulba.final_return(on_host, last=2)
+    anakin_return = final_return(on_device, last=2)
+    sebulba_return = final_return(on_host, last=2)
     assert anakin_return > 0.9 and sebulba_return > 0.9, (anakin_return, sebulba_return)
     assert abs(anakin_return - sebulba_return) < 0.1

@@ -18,11 +18,12 @@ SCRIPT = textwrap.dedent(
     """
     import json, sys, jax, numpy as np
     from podracer.anakin import AnakinConfig, train
-    from podracer.agents import DistributedConfig
+    from podracer.agents.runs import DistributedConfig
     where, chunks, name, root, resume = sys.argv[1:6]
-    config = AnakinConfig(num_envs=8, rollout_length=4, updates_per_chunk=5, total_env_steps=int(chunks) * 160,
-                          progress=False, tensorboard=False, run_name=name, runs_root=root,
-                          checkpoint_every_chunks=1, resume=resume == "resume",
+    config = AnakinConfig(num_envs=8, rollout_length=4, updates_per_chunk=5,
+                          total_env_steps=int(chunks) * 160, progress=False, tensorboard=False,
+                          run_name=name, runs_root=root,
+                          checkpoint_interval=160, resume=resume == "resume",
                           cluster=DistributedConfig(distributed=where == "dist"))
     result = train(config)
     # A fingerprint per parameter array keeps the line short: sum, sum of squares, first value.
@@ -45,16 +46,38 @@ def test_two_processes_match_one_process_and_their_checkpoint_resumes_in_one(tmp
     script.write_text(SCRIPT)
     runs = str(tmp_path / "runs")
     single = lambda *args: subprocess.run(
-        [sys.executable, str(script), "local", *args], capture_output=True, text=True, timeout=600,
+        [sys.executable, str(script), "local", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
         env={**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"},
     )
     reference = single("4", "reference", runs, "fresh")  # 4 chunks, uninterrupted
     assert reference.returncode == 0, reference.stderr[-3000:]
     (reference,) = _results(reference.stdout)
     multi = subprocess.run(
-        [sys.executable, "-m", "podracer.agents.launch", "-n", "2", "-d", "2", "--timeout", "500", "--",
-         sys.executable, str(script), "dist", "2", "mh", runs, "fresh"],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "podracer.agents.runs.launch",
+            "-n",
+            "2",
+            "-d",
+            "2",
+            "--timeout",
+            "500",
+            "--",
+            sys.executable,
+            str(script),
+            "dist",
+            "2",
+            "mh",
+            runs,
+            "fresh",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert multi.returncode == 0, multi.stdout[-3000:]
     results = _results(multi.stdout)
@@ -82,11 +105,12 @@ FAULT_SCRIPT = textwrap.dedent(
     """
     import os, signal, sys, threading, time, json, jax, numpy as np
     from podracer.anakin import AnakinConfig, train
-    from podracer.agents import DistributedConfig, initialize_distributed
+    from podracer.agents.runs import DistributedConfig, initialize_distributed
     root, resume, kill = sys.argv[1], sys.argv[2] == "resume", sys.argv[3] == "kill"
-    config = AnakinConfig(num_envs=8, rollout_length=4, updates_per_chunk=5, total_env_steps=4 * 160,
-                          progress=False, tensorboard=False, run_name="fault", runs_root=root,
-                          checkpoint_every_chunks=1, resume=resume,
+    config = AnakinConfig(num_envs=8, rollout_length=4, updates_per_chunk=5,
+                          total_env_steps=4 * 160, progress=False, tensorboard=False,
+                          run_name="fault", runs_root=root,
+                          checkpoint_interval=160, resume=resume,
                           cluster=DistributedConfig(distributed=True, heartbeat_timeout=10))
     initialize_distributed(config.cluster)  # before jax.process_index() starts a backend
     if kill and jax.process_index() == 1:
@@ -110,9 +134,25 @@ def test_killed_process_stops_the_run_and_resume_continues(tmp_path):
     script = tmp_path / "fault.py"
     script.write_text(FAULT_SCRIPT)
     launch = lambda *args: subprocess.run(
-        [sys.executable, "-m", "podracer.agents.launch", "-n", "2", "-d", "1", "--timeout", "300", "--",
-         sys.executable, str(script), str(tmp_path / "runs"), *args],
-        capture_output=True, text=True, timeout=400,
+        [
+            sys.executable,
+            "-m",
+            "podracer.agents.runs.launch",
+            "-n",
+            "2",
+            "-d",
+            "1",
+            "--timeout",
+            "300",
+            "--",
+            sys.executable,
+            str(script),
+            str(tmp_path / "runs"),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=400,
     )
     killed = launch("fresh", "kill")
     assert killed.returncode != 0

@@ -19,18 +19,18 @@ SCRIPT = textwrap.dedent(
     """
     import json, os, signal, sys, threading, time
     import jax, numpy as np
-    from podracer.agents import DistributedConfig, initialize_distributed
-    from podracer.sebulba import SebulbaConfig, final_return, train
+    from podracer.agents.runs import DistributedConfig, final_return, initialize_distributed
+    from podracer.sebulba import SebulbaConfig, train
 
     total, root, name, mode, where, action = sys.argv[1:7]
     dist = where == "dist"
     # The same global run either way: per update, 2 trajectories of 8 envs x 32 steps,
     # from 2 processes x 1 actor thread, or from 1 process x 2 actor threads.
-    config = SebulbaConfig(
+    config, _ = SebulbaConfig.from_preset(  # envpool CartPole's classic preset
         envs_per_thread=8, actor_threads_per_device=1 if dist else 2,
         trajectories_per_update=1 if dist else 2, deterministic=True,
         total_env_steps=int(total), run_name=name, runs_root=root, resume=mode == "resume",
-        checkpoint_interval=10, log_interval=5, progress=False, tensorboard=False,
+        checkpoint_interval=10 * 512, log_interval=5 * 512, progress=False, tensorboard=False,
         cluster=DistributedConfig(distributed=dist, heartbeat_timeout=10),
     )
     initialize_distributed(config.cluster)  # before jax.process_index() starts a backend
@@ -48,7 +48,7 @@ SCRIPT = textwrap.dedent(
     result = train(config)
     params = jax.tree.leaves(jax.device_get(result.state.params))
     print("RESULT " + json.dumps({
-        "process": jax.process_index(), "updates": result.updates, "env_steps": result.env_steps,
+        "process": jax.process_index(), "updates": result.steps, "env_steps": result.env_steps,
         "return": final_return(result), "interrupted": result.interrupted,
         "params": [[float(np.sum(x)), float(np.sum(np.square(x)))] for x in params],
         "returns": [h["charts/episodic_return"] for h in result.history],
@@ -63,8 +63,8 @@ def _run(script, root, total, mode, processes, action="none", name="run", timeou
     if processes == 1:
         command = [sys.executable, *args, "local", action]
     else:
-        launch = [sys.executable, "-m", "podracer.agents.launch", "-n", str(processes), "-d", "1",
-                  "--timeout", str(timeout - 30), "--"]  # fmt: skip
+        launch = [sys.executable, "-m", "podracer.agents.runs.launch", "-n", str(processes),
+                  "-d", "1", "--timeout", str(timeout - 30), "--"]  # fmt: skip
         command = [*launch, sys.executable, *args, "dist", action]
     proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, "JAX_PLATFORMS": "cpu"})  # fmt: skip

@@ -11,15 +11,17 @@ import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
+import orbax.checkpoint as ocp
 import pytest
 
-from podracer.agents import Checkpointer
 from podracer.agents import QLambdaConfig
-from podracer.agents import abstract_like
 from podracer.agents import init_train_state
 from podracer.agents import make_qlambda
-from podracer.agents import package_versions
-from podracer.agents import to_jsonable
+from podracer.agents.runs import Checkpointer
+from podracer.agents.runs import CheckpointError
+from podracer.agents.runs import abstract_like
+from podracer.agents.runs import package_versions
+from podracer.agents.runs import to_jsonable
 from podracer.envs import EnvSpec
 
 CONFIG = QLambdaConfig(torso="mlp", hidden_sizes=(4,))
@@ -57,7 +59,8 @@ def test_round_trip_is_bit_exact_with_json_metadata(tmp_path, state, vector_spec
     with Checkpointer(tmp_path / "ckpt") as ckpt:
         assert ckpt.save(7, state, metadata(vector_spec))
         assert ckpt.latest_step() == 7
-        restored, md = ckpt.restore(jax.tree.map(jnp.zeros_like, state))  # a concrete target
+        restored, runtime, md = ckpt.restore(jax.tree.map(jnp.zeros_like, state))
+    assert runtime is None  # a concrete target
     assert_exact(restored, state)
     assert md["agent"] == "qlambda" and md["env_steps"] == 2**40 + 1  # exact beyond int32
     assert EnvSpec.from_json(md["env_spec"]) == vector_spec
@@ -80,7 +83,7 @@ def test_restore_into_an_abstract_target_with_shardings(tmp_path, state, vector_
         ckpt.save(1, state, metadata(vector_spec))
         target = abstract_like(state, sharding)
         assert all(isinstance(x, jax.ShapeDtypeStruct) for x in jax.tree.leaves(target))
-        restored, _ = ckpt.restore(target)
+        restored, _, _ = ckpt.restore(target)
     assert_exact(restored, state)
     assert all(x.sharding == sharding for x in jax.tree.leaves(restored))
 
@@ -101,7 +104,7 @@ def test_keeps_the_newest_n(tmp_path):
         for step in (1, 2, 3, 4):
             ckpt.save(step, tiny(step), {})
         assert ckpt.all_steps() == [3, 4]
-        restored, _ = ckpt.restore(tiny(0.0), step=3)
+        restored, _, _ = ckpt.restore(tiny(0.0), step=3)
     np.testing.assert_array_equal(restored["w"], [3.0, 3.0])
     assert sorted(os.listdir(tmp_path)) == ["3", "4"]
 
@@ -118,7 +121,7 @@ def test_keeps_the_best_n_by_metric_and_the_newest(tmp_path, mode):
         # max: 9 and 7 are best; min of the negated values: the same two. 5 is the newest.
         assert ckpt.all_steps() == [2, 4, 5]
         assert ckpt.best_step() == 2
-        restored, _ = ckpt.restore(tiny(0.0), step=ckpt.best_step())
+        restored, _, _ = ckpt.restore(tiny(0.0), step=ckpt.best_step())
     np.testing.assert_array_equal(restored["w"], [2.0, 2.0])
 
 
@@ -148,7 +151,7 @@ SAVE_ON_TWO_DEVICES_THEN_DIE = """
     import os, signal, sys, threading, time
     import jax, jax.numpy as jnp, numpy as np
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
-    from podracer.agents import Checkpointer
+    from podracer.agents.runs import Checkpointer
 
     directory = sys.argv[1]
     assert len(jax.devices()) == 2, jax.devices()
@@ -218,7 +221,7 @@ def test_checkpoint_from_two_devices_restores_onto_one(killed_child):
         "key": jax.ShapeDtypeStruct((2,), jnp.uint32, sharding=one),
     }
     with Checkpointer(directory) as ckpt:
-        restored, md = ckpt.restore(target)
+        restored, _, md = ckpt.restore(target)
     assert md["devices"] == 2 and len(jax.devices()) == 1
     expected = np.arange(32, dtype=np.float32).reshape(8, 4)
     np.testing.assert_array_equal(restored["sharded"], expected)
@@ -237,3 +240,76 @@ def test_metadata_dataclasses_become_json(tmp_path):
         ckpt.save(1, tiny(1.0), {"config": Cfg(), "scalar": np.float32(2.5)})
         md = ckpt.metadata(1)
     assert md["config"] == {"sizes": [1, 2], "rate": 0.5} and md["scalar"] == 2.5
+
+
+def test_the_runtime_item_is_optional_and_restored_only_when_asked(tmp_path):
+    with Checkpointer(tmp_path) as ckpt:
+        ckpt.save(1, tiny(1.0), {"runtime": "anakin"}, runtime={"env": jnp.arange(3)})
+        train, runtime, _ = ckpt.restore(tiny(0.0), {"env": jnp.zeros(3, jnp.int32)})
+        np.testing.assert_array_equal(runtime["env"], [0, 1, 2])
+        train, runtime, md = ckpt.restore(tiny(0.0))  # what another runtime or a tool reads
+    np.testing.assert_array_equal(train["w"], [1.0, 1.0])
+    assert runtime is None and md["runtime"] == "anakin" and md["format"] == 2
+
+
+def test_saving_a_step_twice_keeps_the_first(tmp_path):
+    # A final checkpoint at the step a periodic one just wrote (a signal right after it).
+    with Checkpointer(tmp_path) as ckpt:
+        assert ckpt.save(3, tiny(3.0), {})
+        assert not ckpt.save(3, tiny(-1.0), {})
+        train, _, _ = ckpt.restore(tiny(0.0), step=3)
+    np.testing.assert_array_equal(train["w"], [3.0, 3.0])
+
+
+def _corrupt_data(directory, step):
+    """Truncates every array file of a step's train item (a disk that filled up, say)."""
+    for root, _, files in os.walk(os.path.join(directory, str(step), "train")):
+        for name in files:
+            if os.path.basename(root) == "d":
+                path = os.path.join(root, name)
+                with open(path, "r+b") as f:
+                    f.truncate(5)
+
+
+@pytest.mark.parametrize("damage", ["truncated data", "garbled metadata"])
+def test_restore_newest_skips_a_checkpoint_that_does_not_restore(tmp_path, damage):
+    with Checkpointer(tmp_path) as ckpt:
+        for step in (1, 2, 3):
+            ckpt.save(step, tiny(float(step)), {"step": step})
+    if damage == "truncated data":
+        _corrupt_data(tmp_path, 3)
+    else:
+        with open(tmp_path / "3" / "metadata" / "metadata", "w") as f:
+            f.write('{"step": 3,')
+    skipped = []
+    with Checkpointer(tmp_path) as ckpt:
+        step, train, _, md = ckpt.restore_newest(
+            tiny(0.0), on_skip=lambda s, e: skipped.append((s, str(e)))
+        )
+        assert step == 2 and md["step"] == 2 and ckpt.all_steps() == [1, 2]
+    np.testing.assert_array_equal(train["w"], [2.0, 2.0])
+    assert [s for s, _ in skipped] == [3] and str(tmp_path / "3") in skipped[0][1]
+    assert (tmp_path / "3.corrupt").is_dir()  # kept for inspection, out of Orbax's way
+    with Checkpointer(tmp_path) as ckpt:
+        assert ckpt.save(3, tiny(30.0), {})  # the step number is free again
+
+
+def test_restoring_a_missing_step_names_the_steps_there(tmp_path):
+    with Checkpointer(tmp_path) as ckpt:
+        ckpt.save(1, tiny(1.0), {})
+        with pytest.raises(FileNotFoundError, match=r"step 5 .* steps: \[1\]"):
+            ckpt.restore(tiny(0.0), step=5)
+
+
+def test_a_checkpoint_of_another_format_is_refused_naming_it(tmp_path):
+    manager = ocp.CheckpointManager(tmp_path, item_names=("train", "metadata"))
+    manager.save(
+        1,
+        args=ocp.args.Composite(  # podracer 0.1's metadata had no format
+            train=ocp.args.StandardSave(tiny(1.0)), metadata=ocp.args.JsonSave({"step": 1})
+        ),
+    )
+    manager.wait_until_finished()
+    manager.close()
+    with Checkpointer(tmp_path) as ckpt, pytest.raises(CheckpointError, match="format 1"):
+        ckpt.restore(tiny(0.0))

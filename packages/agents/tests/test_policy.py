@@ -46,6 +46,9 @@ def test_epsilon_greedy_frequencies():
 def test_select_picks_the_action_and_routes_its_gradient():
     values = jnp.arange(24.0).reshape(2, 3, 4)
     action = jnp.array([[0, 3, 1], [2, 2, 0]])
-    np.testing.assert_array_equal(select(values, action), np.take_along_axis(np.asarray(values), np.asarray(action)[..., None], -1)[..., 0])
+    np.testing.assert_array_equal(
+        select(values, action),
+        np.take_along_axis(np.asarray(values), np.asarray(action)[..., None], -1)[..., 0],
+    )
     grad = jax.grad(lambda v: jnp.sum(select(v, action) * 2.0))(values)
     np.testing.assert_array_equal(grad, 2.0 * jax.nn.one_hot(action, 4))

@@ -1,108 +1,169 @@
-"""Run directories, metric writers and the progress line."""
+"""The run lifecycle (`Run`) on a toy loop: names, reuse, resume checks, fallback, signals.
 
-import dataclasses
-import io
+The toy runtime below is what Anakin's and Sebulba's `train` look like with the loop
+body replaced by one numpy update, so every rule of the harness is tested in
+milliseconds; the runtimes' own tests run the same rules through their real loops.
+"""
+
 import json
 import os
+import signal
+import subprocess
+import sys
 
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from podracer.agents import MetricWriter
-from podracer.agents import PPOConfig
-from podracer.agents import Progress
-from podracer.agents import RunDir
-from podracer.agents import to_jsonable
+from podracer.agents import ImpalaConfig
+from podracer.agents import QLambdaConfig
+from podracer.agents.runs import RunConfig
+from podracer.agents.runs import final_return
+from podracer.agents.runs import to_jsonable
+from podracer.agents.validation import ConfigError
+
+STEPS = 10  # env steps per loop step of the toy runtime (conftest.toy_train)
 
 
-def test_to_jsonable_handles_configs_tuples_and_scalars():
-    assert to_jsonable({"a": (1, np.int64(2)), 3: jnp.float32(0.5)}) == {"a": [1, 2], "3": 0.5}
-    as_json = to_jsonable(PPOConfig())
-    assert as_json["hidden_sizes"] == [64, 64] and as_json["clip_eps"] == 0.2
-    assert json.loads(json.dumps(as_json)) == as_json
-    assert len(as_json) == len(dataclasses.fields(PPOConfig))
+def toy(tmp_path, **changes) -> RunConfig:
+    fields = dict(total_env_steps=5 * STEPS, runs_root=str(tmp_path), progress=False,
+                  tensorboard=False, run_name="toy")  # fmt: skip
+    return RunConfig(**{**fields, **changes})
 
 
-def test_run_dir_writes_config_and_metrics(tmp_path):
-    run = RunDir(tmp_path, "exp1")
-    assert not run.exists()
-    run.write_config({"agent": "ppo", "config": PPOConfig(num_epochs=2)})
-    assert run.exists() and run.read_config()["config"]["num_epochs"] == 2
-    assert os.listdir(run.path) == ["config.json"]  # no temporary file left behind
-    writer = MetricWriter(run)
-    writer.write(
-        100, {"charts/episodic_return": jnp.float32(1.5), "losses/value": np.float64(0.25)}
-    )
-    writer.write(200, {"charts/episodic_return": 2.0, "charts/SPS": float("nan")})
-    writer.close()
-    with open(run.metrics_file) as f:
-        lines = f.read().splitlines()
-    assert json.loads(lines[0]) == {
-        "env_steps": 100,
-        "charts/episodic_return": 1.5,
-        "losses/value": 0.25,
-    }
-    assert run.read_metrics()[1]["env_steps"] == 200 and np.isnan(
-        run.read_metrics()[1]["charts/SPS"]
-    )
-    events = [f for f in os.listdir(os.path.join(run.path, "tensorboard")) if "tfevents" in f]
-    assert (
-        len(events) == 1 and os.path.getsize(os.path.join(run.path, "tensorboard", events[0])) > 0
-    )
+def steps_logged(path) -> list[int]:
+    with open(os.path.join(path, "metrics.jsonl")) as f:
+        return [json.loads(line)["env_steps"] for line in f]
 
 
-def test_truncate_after_drops_lines_logged_after_the_checkpoint(tmp_path):
-    run = RunDir(tmp_path, "resume")
-    writer = MetricWriter(run, tensorboard=False)
-    for steps in (10, 20, 30, 40):
-        writer.write(steps, {"x": steps})
-    writer.close()
-    writer = MetricWriter(run, tensorboard=False, truncate_after=20)
-    writer.write(30, {"x": -30})
-    writer.close()
-    assert [(m["env_steps"], m["x"]) for m in run.read_metrics()] == [(10, 10), (20, 20), (30, -30)]
-    assert not os.path.exists(os.path.join(run.path, "tensorboard"))
+def test_a_run_writes_its_config_metrics_and_final_checkpoint(tmp_path, toy_train):
+    result = toy_train(toy(tmp_path, checkpoint_interval=2 * STEPS))
+    assert result.env_steps == 50 and result.steps == 5 and not result.interrupted
+    stored = json.loads((tmp_path / "toy" / "config.json").read_text())
+    assert stored["runtime"] == "toy" and stored["agent_config"] == to_jsonable(QLambdaConfig())
+    assert steps_logged(result.run_dir) == [10, 20, 30, 40, 50]
+    assert sorted(os.listdir(tmp_path / "toy" / "checkpoints")) == ["2", "4", "5"]
+    assert final_return(result, last=2) == 4.5
 
 
-def test_truncate_after_survives_a_line_torn_by_a_crash(tmp_path):
-    run = RunDir(tmp_path, "torn")
-    os.makedirs(run.path)
-    with open(run.metrics_file, "w") as f:
-        f.write('{"env_steps": 10, "x": 1.0}\n{"env_steps": 20, "x"')  # killed mid-write
-    assert run.read_metrics() == [{"env_steps": 10, "x": 1.0}]
-    writer = MetricWriter(run, tensorboard=False)  # resuming without truncation
-    writer.write(30, {"x": 3.0})
-    writer.close()
-    assert run.read_metrics() == [{"env_steps": 10, "x": 1.0}, {"env_steps": 30, "x": 3.0}]
-    MetricWriter(run, tensorboard=False, truncate_after=20).close()
-    assert run.read_metrics() == [{"env_steps": 10, "x": 1.0}]
+def test_without_a_name_the_run_gets_a_new_one(tmp_path, toy_train):
+    first = toy_train(toy(tmp_path, run_name=None, seed=3))
+    second = toy_train(toy(tmp_path, run_name=None, seed=3))
+    assert os.path.basename(first.run_dir).startswith("catch__qlambda__3__")
+    assert first.run_dir != second.run_dir and os.path.exists(second.run_dir + "/config.json")
 
 
-def test_writer_without_a_run_dir_drops_everything():
-    writer = MetricWriter(None)
-    writer.write(1, {"x": 1.0})
-    writer.close()
+def test_reusing_a_name_is_refused_before_anything_is_written(tmp_path, toy_train):
+    toy_train(toy(tmp_path))
+    before = {p: os.path.getmtime(tmp_path / "toy" / p) for p in ("config.json", "metrics.jsonl")}
+    with pytest.raises(ConfigError, match=r"run_name='toy' names an existing run .*--resume"):
+        toy_train(toy(tmp_path, seed=1))
+    assert before == {p: os.path.getmtime(tmp_path / "toy" / p) for p in before}
+    os.makedirs(tmp_path / "mine")
+    (tmp_path / "mine" / "notes.txt").write_text("a file the user wrote")
+    with pytest.raises(ConfigError, match="not a run directory"):
+        toy_train(toy(tmp_path, run_name="mine"))
 
 
-def test_run_name_must_be_a_folder_name(tmp_path):
-    with pytest.raises(ValueError, match="run name"):
-        RunDir(tmp_path, "a/b")
-    with pytest.raises(ValueError, match="run name"):
-        RunDir(tmp_path, "")
+def test_resuming_a_run_that_does_not_exist_is_an_error(tmp_path, toy_train):
+    toy_train(toy(tmp_path, run_name="cartpole-1"))
+    with pytest.raises(ConfigError, match=r"no run 'cartpol-1' .*did you mean \['cartpole-1'\]"):
+        toy_train(toy(tmp_path, run_name="cartpol-1", resume=True))
 
 
-def test_progress_prints_steps_sps_and_return_when_piped():
-    stream = io.StringIO()
-    progress = Progress(1000, stream=stream)
-    progress.update(500, 1234.0, 7.5)  # first line always printed
-    progress.update(600, 1234.0, 8.0)  # throttled when not a terminal
-    progress.update(1000, 2000.0, float("nan"), loss=0.125)  # the last one always printed
-    progress.close()
-    lines = stream.getvalue().splitlines()
-    assert len(lines) == 2
-    assert "500/1,000 steps" in lines[0] and "1,234 SPS" in lines[0] and "7.50" in lines[0]
-    assert "[##########----------]" in lines[0]
-    assert "n/a" in lines[1] and "loss 0.125" in lines[1]
-    Progress(10, enabled=False, stream=stream).update(5, 1.0)
-    assert len(stream.getvalue().splitlines()) == 2
+def test_a_resume_continues_where_the_run_stopped(tmp_path, toy_train):
+    toy_train(toy(tmp_path, total_env_steps=30))
+    result = toy_train(toy(tmp_path, total_env_steps=60, resume=True, eval_interval=20))
+    np.testing.assert_array_equal(result.state["w"], [6.0, 6.0])  # 3 steps, then 3 more
+    assert [h["env_steps"] for h in result.history] == [40, 50, 60]
+    assert steps_logged(result.run_dir) == [10, 20, 30, 40, 50, 60]
+    (record,) = [
+        json.loads(x) for x in (tmp_path / "toy" / "resumes.jsonl").read_text().splitlines()
+    ]
+    assert record["restored"] == {"env_steps": 30, "step": 3}
+    assert record["changes"] == {"total_env_steps": [30, 60], "eval_interval": [0, 20]}
+    assert json.loads((tmp_path / "toy" / "config.json").read_text())["total_env_steps"] == 60
+
+
+def test_a_resume_that_changes_what_is_learned_is_refused_naming_each_field(tmp_path, toy_train):
+    toy_train(toy(tmp_path, total_env_steps=30))
+    changed = toy(tmp_path, resume=True, seed=4, agent="impala", agent_config=ImpalaConfig())
+    with pytest.raises(ConfigError) as info:
+        toy_train(changed)
+    message = str(info.value)
+    assert "agent: 'qlambda' -> 'impala'" in message and "seed: 0 -> 4" in message
+    assert "agent_config.lambda_: 0.9 -> 1.0" in message
+    lr = toy(tmp_path, resume=True, agent_config=QLambdaConfig(learning_rate=0.5))
+    with pytest.raises(ConfigError, match=r"agent_config.learning_rate: 0.001 -> 0.5"):
+        toy_train(lr)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbled metadata"])
+def test_a_checkpoint_that_does_not_restore_falls_back_to_the_previous(
+    tmp_path, capsys, damage, toy_train
+):
+    toy_train(toy(tmp_path, total_env_steps=30, checkpoint_interval=10))
+    newest = tmp_path / "toy" / "checkpoints" / "3"
+    if damage == "truncated":
+        for root, _, files in os.walk(newest / "train"):
+            for name in files:
+                if os.path.basename(root) == "d":
+                    os.truncate(os.path.join(root, name), 3)
+    else:
+        (newest / "metadata" / "metadata").write_text("{not json")
+    result = toy_train(toy(tmp_path, total_env_steps=50, resume=True))
+    err = capsys.readouterr().err
+    assert f"skipping checkpoint {newest}" in err
+    np.testing.assert_array_equal(result.state["w"], [5.0, 5.0])  # 2 restored + 3
+    assert (tmp_path / "toy" / "checkpoints" / "3.corrupt").is_dir()
+    assert steps_logged(result.run_dir) == [10, 20, 30, 40, 50]  # step 30 once
+
+
+def test_the_wall_clock_budget_ends_the_run_with_a_final_checkpoint(tmp_path, toy_train):
+    result = toy_train(toy(tmp_path, total_env_steps=10**6, max_wall_seconds=0.05), pause=0.02)
+    assert 1 <= result.steps < 100 and not result.interrupted
+    assert os.listdir(tmp_path / "toy" / "checkpoints") == [str(result.steps)]
+
+
+SIGNALLED = """
+import os, signal, sys, threading, time
+sys.path.insert(0, sys.argv[1])
+from conftest import toy_train
+from podracer.agents.runs import RunConfig
+root, signals, pause = sys.argv[2], sys.argv[3].split(","), float(sys.argv[4])
+def send():
+    while not os.path.exists(os.path.join(root, "toy", "metrics.jsonl")):
+        time.sleep(0.01)
+    for name in signals:
+        os.kill(os.getpid(), getattr(signal, name))
+        time.sleep(0.3)
+threading.Thread(target=send, daemon=True).start()
+result = toy_train(RunConfig(total_env_steps=10**6, runs_root=root, run_name="toy",
+                             progress=False, tensorboard=False), pause=pause)
+print("RESULT", result.steps, result.interrupted)
+"""
+
+
+def run_signalled(tmp_path, *signals, pause=0.05):
+    return subprocess.run(
+        [sys.executable, "-c", SIGNALLED, os.path.dirname(__file__), str(tmp_path),
+         ",".join(signals), str(pause)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
+def test_a_signal_ends_the_run_after_the_step_with_a_checkpoint(tmp_path, name):
+    child = run_signalled(tmp_path, name)
+    assert child.returncode == 0, child.stderr[-2000:]
+    assert "Traceback" not in child.stderr
+    _, steps, interrupted = child.stdout.split()
+    assert interrupted == "True"
+    assert os.listdir(tmp_path / "toy" / "checkpoints") == [steps]
+    assert f"interrupted at env step {int(steps) * STEPS:,}" in child.stderr
+    assert "Resume with: toy --run-name toy --runs-root" in child.stderr
+
+
+def test_a_second_signal_exits_at_once(tmp_path):
+    child = run_signalled(tmp_path, "SIGTERM", "SIGTERM", pause=5.0)  # both within a step
+    assert child.returncode == 128 + signal.SIGTERM, child.stderr[-2000:]
+    assert "second SIGTERM: exiting now" in child.stderr and "Traceback" not in child.stderr

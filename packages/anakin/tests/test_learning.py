@@ -4,8 +4,8 @@ import pytest
 
 from podracer.agents import ImpalaConfig
 from podracer.agents import PPOConfig
+from podracer.agents.runs import final_return
 from podracer.anakin import AnakinConfig
-from podracer.anakin import final_return
 from podracer.anakin import train
 
 pytestmark = pytest.mark.slow
@@ -19,8 +19,8 @@ def test_default_demo_config_learns_catch():
 @pytest.mark.parametrize(
     "agent, overrides",
     [
-        ("ppo", dict(ppo=PPOConfig(learning_rate=1e-3, anneal_lr=False))),
-        ("impala", dict(impala=ImpalaConfig(learning_rate=2e-3))),
+        ("ppo", dict(agent_config=PPOConfig(learning_rate=1e-3, anneal_lr=False))),
+        ("impala", dict(agent_config=ImpalaConfig(learning_rate=2e-3))),
     ],
 )
 def test_actor_critic_agents_learn_catch(agent, overrides):

@@ -14,7 +14,8 @@ SCRIPT = textwrap.dedent(
         runs = {}
         for n in (1, 2, 4):
             config = AnakinConfig(agent=agent, num_envs=8, rollout_length=T, updates_per_chunk=5,
-                                  total_env_steps=2 * 5 * 8 * T, num_devices=n, progress=False)
+                                  total_env_steps=2 * 5 * 8 * T, num_devices=n, progress=False,
+                                  tensorboard=False)
             result = train(config)
             runs[n] = (jax.device_get(result.state.train.params), result.history)
         for n in (2, 4):
@@ -54,7 +55,7 @@ REPLAY_SCRIPT = textwrap.dedent(
         replay=ReplayConfig(capacity=32, sequences_per_update=4, priority_exponent=1.0))
     config = AnakinConfig(agent="muzero", num_envs=8, rollout_length=4, updates_per_chunk=3,
                           total_env_steps=3 * 8 * 4, num_devices=2, progress=False,
-                          tensorboard=False, muzero=muzero)
+                          tensorboard=False, agent_config=muzero)
     state = train(config).state
     replay = jax.device_get(state.replay)
     # One buffer per device, 16 rows each, holding 3 rollouts x 4 local envs.

@@ -268,3 +268,139 @@ def test_errors_name_the_argument_and_allowed_values():
     with pytest.raises(ValueError, match=r"env_ids must be in 0..1"):
         env.send(np.zeros(1, np.int32), np.array([2]))
     env.close()
+
+
+def _raw_pool(task, **kwargs):
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*precision lowered.*", category=UserWarning)
+        pool = envpool.make(task, env_type="gymnasium", **kwargs)
+        pool.observation_space  # noqa: B018 - built (and warned about) lazily
+    return pool
+
+
+def test_mujoco_sync_steps_match_raw_envpool_with_clipped_actions():
+    env = make_envpool("HalfCheetah-v4", num_envs=8, seed=2, max_episode_steps=5)
+    ones = (1.0,) * 6
+    assert env.spec == EnvSpec(
+        "envpool:HalfCheetah-v4", (17,), "float32", None, 5, (6,), tuple(-x for x in ones), ones
+    )
+    raw = _raw_pool("HalfCheetah-v4", num_envs=8, seed=2, max_episode_steps=5)
+    ts, (raw_obs, _) = env.reset(), raw.reset()
+    assert ts.observation.dtype == np.float32 and ts.first.all()
+    np.testing.assert_array_equal(ts.observation, raw_obs.astype(np.float32))
+    rng = np.random.default_rng(0)
+    for t in range(7):
+        actions = rng.uniform(-3, 3, size=(8, 6)).astype(np.float32)  # mostly out of bounds
+        ts = env.step(actions)
+        obs, reward, terminated, truncated, _ = raw.step(np.clip(actions, -1, 1).astype(np.float64))
+        assert ts.observation.dtype == np.float32 and ts.observation.shape == (8, 17)
+        np.testing.assert_array_equal(ts.observation, obs.astype(np.float32))
+        np.testing.assert_array_equal(ts.reward, reward)
+        np.testing.assert_array_equal(ts.truncated, truncated)
+        assert ts.truncated.all() == (t == 4) and ts.first.all() == (t == 5)
+    with pytest.raises(ValueError, match=r"actions must have shape \(8, 6\), got \(8,\)"):
+        env.step(np.zeros(8, np.float32))
+    with pytest.raises(ValueError, match="actions must be finite"):
+        env.step(np.full((8, 6), np.nan, np.float32))
+    env.close()
+    raw.close()
+
+
+def test_mujoco_async_float_actions_and_statistics():
+    env = make_envpool("Hopper-v4", num_envs=4, batch_size=2, seed=1)
+    assert env.spec.action_shape == (3,) and env.spec.num_actions is None
+    env.async_reset()
+    rng = np.random.default_rng(1)
+    per_env: dict[int, list] = {i: [] for i in range(4)}
+    for _ in range(300):
+        ts, ids = env.recv()
+        assert ts.observation.dtype == np.float32 and ts.observation.shape == (2, 11)
+        for j, i in enumerate(ids):
+            per_env[int(i)].append(
+                TimeStep(*(x[j : j + 1] for x in ts[:8]), ts.episode_end[j : j + 1])
+            )
+        env.send(rng.uniform(-1, 1, size=(2, 3)).astype(np.float32), ids)
+    ends = 0
+    for steps in per_env.values():
+        reference = _reference_stats(steps, [s.reward for s in steps])
+        for ts, (first, ret, length) in zip(steps, reference, strict=True):
+            np.testing.assert_array_equal(ts.first, first)
+            np.testing.assert_allclose(ts.episode_return, ret, rtol=1e-5)
+            np.testing.assert_array_equal(ts.episode_length, length)
+            ends += int(ts.episode_end[0])
+    assert ends >= 4  # random Hopper falls within tens of steps
+    env.close()
+
+
+def test_xla_interface_with_float_actions_matches_the_host_path():
+    import jax
+    import jax.numpy as jnp
+
+    actions = np.linspace(-3.0, 3.0, 10 * 2, dtype=np.float32).reshape(10, 2, 1)
+    host = make_envpool("Pendulum-v1", num_envs=2, seed=4)
+    host_obs = [host.reset().observation] + [host.step(a).observation for a in actions[:-1]]
+    host.close()
+
+    env = make_envpool("Pendulum-v1", num_envs=2, seed=4)
+    env.async_reset()
+    handle, recv, send, _ = env.xla()
+
+    def rollout(handle):
+        def body(handle, action):
+            handle, (obs, *_, info) = recv(handle)
+            order = jnp.argsort(info["env_id"])
+            handle = send(handle, action[order], info["env_id"])  # row k is env k's action
+            return handle, obs[order]
+
+        return jax.lax.scan(body, handle, jnp.asarray(actions))[1]
+
+    xla_obs = jax.device_get(jax.jit(rollout)(handle))
+    assert xla_obs.dtype == np.float32
+    np.testing.assert_allclose(xla_obs, np.stack(host_obs), rtol=1e-6, atol=1e-6)
+    env.close()
+
+
+def test_xla_interface_refuses_64_bit_tasks_without_x64():
+    env = make_envpool("HalfCheetah-v4", num_envs=2)
+    assert not env.xla_supported
+    pendulum = make_envpool("Pendulum-v1", num_envs=2)
+    assert pendulum.xla_supported
+    pendulum.close()
+    with pytest.raises(RuntimeError, match=r"64-bit arrays \(action, .*obs.*\), which JAX cannot "
+                                           r"hold with jax_enable_x64 off"):  # fmt: skip
+        env.xla()
+    env.close()
+
+
+_X64_ROLLOUT = """
+import warnings
+import jax, jax.numpy as jnp, numpy as np
+from podracer.envs import make_envpool
+assert jax.config.jax_enable_x64
+actions = np.linspace(-2.0, 2.0, 6 * 2 * 6, dtype=np.float32).reshape(6, 2, 6)
+host = make_envpool("HalfCheetah-v4", num_envs=2, seed=3)
+host_obs = [host.reset().observation] + [host.step(a).observation for a in actions[:-1]]
+env = make_envpool("HalfCheetah-v4", num_envs=2, seed=3)
+assert env.xla_supported
+env.async_reset()
+handle, recv, send, _ = env.xla()
+def body(handle, action):
+    handle, (obs, *_, info) = recv(handle)
+    order = jnp.argsort(info["env_id"])
+    return send(handle, action[order], info["env_id"]), obs[order]
+xla_obs = jax.device_get(jax.jit(lambda h: jax.lax.scan(body, h, jnp.asarray(actions))[1])(handle))
+assert xla_obs.dtype == np.float32, xla_obs.dtype
+np.testing.assert_array_equal(xla_obs, np.stack(host_obs))
+print("ok")
+"""
+
+
+def test_xla_interface_of_mujoco_tasks_under_x64_matches_the_host_path():
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "JAX_ENABLE_X64": "1", "JAX_PLATFORMS": "cpu"}
+    out = subprocess.run([sys.executable, "-c", _X64_ROLLOUT], env=env, capture_output=True,
+                         text=True, timeout=300)  # fmt: skip
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]

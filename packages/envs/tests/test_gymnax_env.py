@@ -91,9 +91,68 @@ def test_spec_and_observation_dtype_of_minatar():
 
 
 def test_errors_name_the_env_and_allowed_values():
-    with pytest.raises(ValueError, match="Pendulum-v1.*continuous"):
-        make_gymnax("Pendulum-v1")
     with pytest.raises(ValueError, match="max_steps_in_episode"):
         make_gymnax("CartPole-v1", max_steps=3)
     with pytest.raises(ValueError, match="unknown gymnax environment 'Nope'"):
         make_gymnax("Nope")
+
+
+@pytest.mark.parametrize(
+    ("name", "obs_shape", "max_steps", "low", "high"),
+    [
+        ("Pendulum-v1", (3,), 200, (-2.0,), (2.0,)),
+        ("MountainCarContinuous-v0", (2,), 999, (-1.0,), (1.0,)),
+        ("Reacher-misc", (8,), 100, (-1.0, -1.0), (1.0, 1.0)),
+    ],
+)
+def test_continuous_envs_have_a_box_spec(name, obs_shape, max_steps, low, high):
+    spec = EnvSpec(f"gymnax:{name}", obs_shape, "float32", None, max_steps, (len(low),), low, high)
+    assert make_gymnax(name).spec == spec
+
+
+@functools.cache
+def _continuous_steps(name):
+    """One step of ours and of raw gymnax from the same state and key, per action."""
+    ours = make_gymnax(name)
+    env, params = ours.env, ours.params
+    state, _ = ours.reset(jax.random.key(0))
+    key = jax.random.key(1)
+
+    @jax.jit
+    def both(action):
+        _, ts = ours.step(state, action, key)
+        raw = env.step(key, state.env_state, jnp.clip(action, *ours.spec.action_bounds()), params)
+        raw_unclipped = env.step(key, state.env_state, action, params)
+        return ts, raw, raw_unclipped
+
+    return ours, both
+
+
+@pytest.mark.parametrize("name", ["Pendulum-v1", "MountainCarContinuous-v0"])
+def test_continuous_actions_reach_gymnax_clipped_to_the_box(name):
+    ours, both = _continuous_steps(name)
+    high = float(ours.spec.action_high[0])
+    for action in (0.25 * high, 3.0 * high, -5.0 * high):
+        ts, (obs, _, reward, *_), (_, _, raw_reward, *_) = jax.device_get(
+            both(jnp.array([action], jnp.float32))
+        )
+        np.testing.assert_array_equal(ts.observation, obs)
+        np.testing.assert_array_equal(ts.reward, reward)
+        if name == "MountainCarContinuous-v0" and abs(action) > high:
+            # gymnax charges -0.1 * action**2 on the unclipped action; ours saw the clipped one.
+            assert raw_reward == pytest.approx(-0.1 * action**2, rel=1e-5)
+            assert ts.reward == pytest.approx(-0.1 * high**2, rel=1e-5)
+
+
+def test_pendulum_episode_statistics_and_truncation_with_float_actions():
+    env = make_gymnax("Pendulum-v1", max_steps_in_episode=4)
+    state, ts = env.reset(jax.random.key(0))
+    step = jax.jit(env.step)
+    total = 0.0
+    for t in range(4):
+        state, ts = step(state, jnp.array([1.0]), jax.random.key(t))
+        total += float(ts.reward)
+        assert ts.episode_length == t + 1 and ts.episode_return == pytest.approx(total, rel=1e-6)
+    assert bool(ts.truncated) and not bool(ts.terminated) and bool(ts.first)
+    with pytest.raises(ValueError, match=r"actions must have shape \[\.\.\., 1\], got \(\)"):
+        env.step(state, jnp.float32(1.0), jax.random.key(0))

@@ -40,3 +40,71 @@ def test_make_host():
     with pytest.raises(ValueError, match="batch_size must be an integer in 1..num_envs=2, got 3"):
         make_host("envpool:CartPole-v1", num_envs=2, batch_size=3)
     assert "envpool:Pong-v5" in list_envs("host")
+
+
+def test_make_refuses_host_envs_in_one_line_with_the_jax_twin():
+    for name, twin in [
+        ("envpool:CartPole-v1", "gymnax:CartPole-v1"),
+        ("envpool:HalfCheetah-v4", "brax:halfcheetah"),
+        ("envpool:Pong-v5", None),
+    ]:
+        with pytest.raises(ValueError) as info:
+            make(name)
+        message = str(info.value)
+        assert "\n" not in message and "did you mean" not in message
+        assert message.startswith(f"'{name}' is a host environment")
+        assert "Sebulba" in message and f"make_host('{name}', num_envs=...)" in message
+        if twin:
+            assert message.endswith(f"the same task as a JaxEnv: make('{twin}')")
+        else:
+            assert "same task" not in message
+
+
+def test_missing_extras_name_the_extra_in_one_line(monkeypatch):
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    missing = {"gymnax", "envpool", "brax"}
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name in missing else find_spec(name, *a),
+    )
+    for call, extra in [
+        (lambda: make_host("gymnax:CartPole-v1", num_envs=2), "gymnax"),
+        (lambda: make("gymnax:CartPole-v1"), "gymnax"),
+        (lambda: make_host("envpool:Pong-v5", num_envs=2), "envpool"),
+        (lambda: make("brax:ant"), "brax"),
+    ]:
+        with pytest.raises(ImportError) as info:
+            call()
+        assert str(info.value).endswith(
+            f"needs the {extra} extra, which is not installed: pip install 'podracer-envs[{extra}]'"
+        )
+    assert list_envs("jax") == ["catch"]
+
+
+def test_list_envs_lists_what_make_and_make_host_accept():
+    jax_names = list_envs("jax")
+    assert not any(n.startswith("envpool:") for n in jax_names)
+    pytest.importorskip("gymnax")
+    assert {"gymnax:Pendulum-v1", "gymnax:MountainCarContinuous-v0"} <= set(jax_names)
+    for name in ("gymnax:Pendulum-v1", "gymnax:Reacher-misc"):
+        assert make(name).spec.is_continuous
+    pytest.importorskip("envpool")
+    host = set(list_envs("host"))
+    assert set(jax_names) <= host
+    assert {"envpool:HalfCheetah-v4", "envpool:Hopper-v4", "envpool:Pong-v5"} <= host
+    # Dict observations (dm_control, MiniGrid) are refused, so not listed.
+    for name in ("envpool:CheetahRun-v1", "envpool:MiniGrid-Empty-5x5-v0"):
+        assert name not in host
+        with pytest.raises(ValueError, match=f"^{name} has Dict observations; podracer.envs "):
+            make_host(name, num_envs=1)
+    assert list_envs() == list_envs("host")
+
+
+def test_brax_names_are_listed_and_made():
+    pytest.importorskip("brax")
+    assert "brax:ant" in list_envs("jax") and "brax:swimmer" not in list_envs("jax")
+    assert make("brax:fast", max_episode_steps=7).spec.max_episode_steps == 7
+    assert make_host("brax:fast", num_envs=2).spec.is_continuous

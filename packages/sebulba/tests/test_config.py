@@ -3,6 +3,7 @@
 import pytest
 
 from podracer.agents import PPOConfig
+from podracer.agents.runs import parse_cli
 from podracer.sebulba import SebulbaConfig
 from podracer.sebulba import train
 
@@ -24,7 +25,6 @@ from podracer.sebulba import train
         (dict(actor_device_ids=()), "actor_device_ids"),
         (dict(learner_device_ids=(1, 1)), "learner_device_ids"),
         (dict(resume=True), "run_name"),
-        (dict(agent="ppo", rollout_length=30, ppo=PPOConfig(num_minibatches=4)), "rollout_length"),
     ],
 )
 def test_bad_values_name_the_field(kwargs, field):
@@ -32,15 +32,25 @@ def test_bad_values_name_the_field(kwargs, field):
         SebulbaConfig(**kwargs)
 
 
-def test_actor_layout_defaults_depend_on_the_agent_unless_given():
-    def layout(**kwargs):
-        config = SebulbaConfig(**kwargs)
+def test_the_rollout_must_split_into_the_agents_minibatches():
+    config = SebulbaConfig(
+        agent="ppo", rollout_length=30, agent_config=PPOConfig(num_minibatches=4)
+    )
+    with pytest.raises(
+        ValueError, match="rollout_length must be divisible by PPOConfig.num_minibatches=4"
+    ):
+        config.device_ids(1)
+
+
+def test_actor_layouts_come_from_the_agents_preset_unless_given():
+    def layout(*argv):
+        config, _ = parse_cli(SebulbaConfig, list(argv))
         return config.envs_per_thread, config.rollout_length
 
     assert layout() == (16, 32)
-    assert layout(agent="muzero") == (32, 16)  # Anakin's MuZero layout: replayed ~2x
-    assert layout(agent="muzero", envs_per_thread=8) == (8, 16)
-    assert layout(agent="ppo", rollout_length=64) == (16, 64)
+    assert layout("--agent", "muzero") == (32, 16)  # Anakin's MuZero layout: replayed ~2x
+    assert layout("--agent", "muzero", "--envs-per-thread", "8") == (8, 16)
+    assert layout("--agent", "ppo", "--rollout-length", "64") == (16, 64)
 
 
 def test_device_layouts():

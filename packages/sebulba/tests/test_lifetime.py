@@ -1,8 +1,6 @@
 """Supervisor: failures reach the owner with their traceback; waits time out by stage."""
 
-import os
 import queue
-import signal
 import threading
 import traceback
 
@@ -11,7 +9,6 @@ import pytest
 from podracer.sebulba import StageTimeout
 from podracer.sebulba import Stopped
 from podracer.sebulba import Supervisor
-from podracer.sebulba import stop_on_signals
 
 
 def _explode():
@@ -63,14 +60,3 @@ def test_stop_unblocks_waits():
     threading.Timer(0.1, supervisor.stop).start()
     with pytest.raises(Stopped):
         supervisor.get(queue.Queue(), "waiting")
-
-
-def test_sigint_stops_instead_of_raising():
-    supervisor = Supervisor(timeout_s=30.0)
-    previous = signal.getsignal(signal.SIGINT)
-    with stop_on_signals(supervisor):
-        threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGINT)).start()
-        with pytest.raises(Stopped, match="SIGINT"):
-            supervisor.get(queue.Queue(), "waiting")
-    assert supervisor.interrupted == "SIGINT"
-    assert signal.getsignal(signal.SIGINT) is previous

@@ -13,7 +13,7 @@ from podracer.sebulba import SebulbaConfig, train, trajectory_sharding, learner_
 
 assert jax.device_count() == 4, jax.devices()
 config = SebulbaConfig(envs_per_thread=6, rollout_length=8, trajectories_per_update=2,
-                       total_env_steps=8 * 6 * 2 * 4, log_interval=2, progress=False,
+                       total_env_steps=8 * 6 * 2 * 4, log_interval=2 * 96, progress=False,
                        tensorboard=False, actor_threads_per_device=2)
 actor_ids, learner_ids = config.device_ids(4)
 result = train(config)
@@ -28,7 +28,7 @@ for bad in (dict(actor_device_ids=(0, 1), learner_device_ids=(1, 2, 3)), dict(en
     except ValueError as e:
         errors.append(str(e))
 print("RESULT", json.dumps({
-    "actor_ids": actor_ids, "learner_ids": learner_ids, "updates": result.updates,
+    "actor_ids": actor_ids, "learner_ids": learner_ids, "updates": result.steps,
     "env_steps": result.env_steps, "param_devices": sorted(d.id for d in leaf.devices()),
     "shards": sorted((s.device.id, s.data.shape) for s in shards),
     "loss_finite": bool(np.isfinite(result.history[-1]["losses/total"])), "errors": errors,

@@ -11,7 +11,7 @@ import jax
 import numpy as np
 import pytest
 
-from podracer.agents import Checkpointer
+from podracer.agents.runs import Checkpointer
 from podracer.envs import make_host
 from podracer.sebulba import StageTimeout
 from podracer.sebulba import train
@@ -97,11 +97,11 @@ def test_deterministic_mode_repeats_exactly(tiny, actor_loop):
         actor_threads_per_device=2,
         trajectories_per_update=1,
         total_env_steps=8 * 4 * 6,
-        log_interval=1,
+        log_interval=32,
         actor_loop=actor_loop,
     )
     first, second = train(config), train(config)
-    assert first.updates == second.updates == 6
+    assert first.steps == second.steps == 6
     a, b = _learning_metrics(first.history), _learning_metrics(second.history)
     assert a == b
     assert [row["policy_lag/max"] for row in a] == [0.0] + [1.0] * 5
@@ -113,10 +113,13 @@ def test_deterministic_mode_repeats_exactly(tiny, actor_loop):
 
 def test_checkpoint_and_resume(tiny, tmp_path):
     config = tiny(
-        run_name="resume", runs_root=str(tmp_path), total_env_steps=8 * 4 * 4, checkpoint_interval=2
+        run_name="resume",
+        runs_root=str(tmp_path),
+        total_env_steps=8 * 4 * 4,
+        checkpoint_interval=64,
     )
     first = train(config)
-    assert first.updates == 4 and first.env_steps == 128
+    assert first.steps == 4 and first.env_steps == 128
     checkpoints = Checkpointer(os.path.join(first.run_dir, "checkpoints"))
     assert checkpoints.all_steps() == [2, 4]
     assert checkpoints.metadata()["env_steps"] == 128
@@ -128,11 +131,11 @@ def test_checkpoint_and_resume(tiny, tmp_path):
             runs_root=str(tmp_path),
             total_env_steps=8 * 4 * 8,
             resume=True,
-            eval_interval=2,
+            eval_interval=64,
             eval_episodes=2,
         )
     )
-    assert resumed.updates == 8 and resumed.env_steps == 256
+    assert resumed.steps == 8 and resumed.env_steps == 256
     assert [h["env_steps"] for h in resumed.history] == [192, 256]
     with open(os.path.join(first.run_dir, "metrics.jsonl")) as f:
         steps = [json.loads(line)["env_steps"] for line in f]
@@ -146,7 +149,7 @@ def test_checkpoint_and_resume(tiny, tmp_path):
 
 def test_sigint_stops_cleanly_with_a_final_checkpoint(tiny, tmp_path):
     config = tiny(
-        run_name="interrupt", runs_root=str(tmp_path), total_env_steps=10**9, log_interval=1
+        run_name="interrupt", runs_root=str(tmp_path), total_env_steps=10**9, log_interval=32
     )
     metrics_file = tmp_path / "interrupt" / "metrics.jsonl"
 
@@ -161,14 +164,14 @@ def test_sigint_stops_cleanly_with_a_final_checkpoint(tiny, tmp_path):
     threading.Thread(target=interrupt_after_first_row, daemon=True).start()
     result = train(config)
     assert result.interrupted
-    assert result.updates >= 1
+    assert result.steps >= 1
     with Checkpointer(tmp_path / "interrupt" / "checkpoints") as checkpoints:
-        assert checkpoints.latest_step() == result.updates
+        assert checkpoints.latest_step() == result.steps
     assert _actor_threads() == []
 
 
 def test_async_envs_step_two_lanes_in_the_compiled_rollout(tiny):
     # (The Python loop's two lanes are tested in test_rollout.)
     result = train(tiny(async_envs=True, actor_loop="xla", total_env_steps=8 * 4 * 4))
-    assert result.updates == 4 and result.env_steps == 128
+    assert result.steps == 4 and result.env_steps == 128
     assert np.isfinite(result.history[-1]["losses/total"])

@@ -7,17 +7,14 @@ and the policy-gradient advantages.
 
 from __future__ import annotations
 
-import dataclasses
-
 import chex
 import jax
 import jax.numpy as jnp
 
 from podracer.agents import returns
-from podracer.agents.config import check_choice
-from podracer.agents.config import check_positive
-from podracer.agents.config import check_range
-from podracer.agents.networks import TORSOS
+from podracer.agents.configs import ImpalaConfig
+from podracer.agents.learn import make_optimizer
+from podracer.agents.learn import sgd_update
 from podracer.agents.networks import ActorCritic
 from podracer.agents.networks import resolve_torso
 from podracer.agents.policy import categorical_entropy
@@ -25,41 +22,21 @@ from podracer.agents.policy import log_prob
 from podracer.agents.policy import sample_categorical
 from podracer.agents.types import Agent
 from podracer.agents.types import Trajectory
-from podracer.agents.types import make_optimizer
 from podracer.agents.types import masked_mean
-from podracer.agents.types import sgd_update
 from podracer.envs import EnvSpec
 
 
-@dataclasses.dataclass(frozen=True)
-class ImpalaConfig:
-    learning_rate: float = 6e-4
-    gamma: float = 0.99
-    lambda_: float = 1.0  # V-trace lambda (the paper's c-bar trace coefficient scale)
-    entropy_cost: float = 0.01
-    baseline_cost: float = 0.5
-    clip_rho_threshold: float = 1.0
-    clip_pg_rho_threshold: float = 1.0
-    max_grad_norm: float | None = 40.0
-    torso: str = "auto"  # auto | mlp | nature_cnn | impala_resnet
-    hidden_sizes: tuple[int, ...] = (64, 64)
-    activation: str = "tanh"
-    separate_critic: bool = False
-
-    def __post_init__(self):
-        check_positive(self, "learning_rate", "clip_rho_threshold", "clip_pg_rho_threshold")
-        check_range(self, "gamma", 0.0, 1.0)
-        check_range(self, "lambda_", 0.0, 1.0)
-        check_range(self, "entropy_cost", 0.0, float("inf"))
-        check_range(self, "baseline_cost", 0.0, float("inf"))
-        check_choice(self, "torso", TORSOS)
-
-
-def make_impala(spec: EnvSpec, config: ImpalaConfig = ImpalaConfig(), total_updates: int | None = None) -> Agent:
+def make_impala(
+    spec: EnvSpec, config: ImpalaConfig = ImpalaConfig(), total_updates: int | None = None
+) -> Agent:
     del total_updates  # constant learning rate
     net = ActorCritic(
-        spec.num_actions, resolve_torso(config.torso, spec), len(spec.observation_shape),
-        config.hidden_sizes, config.activation, config.separate_critic,
+        spec.num_actions,
+        resolve_torso(config.torso, spec, "ImpalaConfig"),
+        len(spec.observation_shape),
+        config.hidden_sizes,
+        config.activation,
+        config.separate_critic,
     )
     optimizer = make_optimizer(config.learning_rate, config.max_grad_norm)
 
@@ -88,8 +65,13 @@ def make_impala(spec: EnvSpec, config: ImpalaConfig = ImpalaConfig(), total_upda
         behaviour_logp_tm1 = log_prob(trajectory.extras["logits"][:-1], a_tm1)
         rho_tm1 = jnp.exp(jax.lax.stop_gradient(logp_tm1) - behaviour_logp_tm1)
         vt = returns.vtrace(
-            jax.lax.stop_gradient(values[:-1]), v_t, bounds, rho_tm1, config.lambda_,
-            config.clip_rho_threshold, config.clip_pg_rho_threshold,
+            jax.lax.stop_gradient(values[:-1]),
+            v_t,
+            bounds,
+            rho_tm1,
+            config.lambda_,
+            config.clip_rho_threshold,
+            config.clip_pg_rho_threshold,
         )
         pg_loss = -masked_mean(logp_tm1 * vt.pg_advantage, bounds.mask)
         baseline_loss = 0.5 * masked_mean(jnp.square(vt.value_target - values[:-1]), bounds.mask)
@@ -105,6 +87,13 @@ def make_impala(spec: EnvSpec, config: ImpalaConfig = ImpalaConfig(), total_upda
         return total, metrics
 
     return Agent(
-        name="impala", spec=spec, config=config, init=init, act=act, greedy_act=greedy_act,
-        loss=loss, optimizer=optimizer, update=sgd_update(loss, optimizer),
+        name="impala",
+        spec=spec,
+        config=config,
+        init=init,
+        act=act,
+        greedy_act=greedy_act,
+        loss=loss,
+        optimizer=optimizer,
+        update=sgd_update(loss, optimizer),
     )

@@ -25,48 +25,8 @@ weighted 1/K and the gradient through each dynamics step is halved (MuZero, appe
 A replayed sequence may carry importance weights (`extras["replay_weight"]`, prioritised
 replay); `priority` gives each sequence's mean |value - n-step target| for its priority.
 
-Defaults, from learning gymnax CartPole-v1 and Catch on Anakin (32 envs x 16 steps):
-* Without replay and exploration, both search policies lock onto arbitrary actions on
-  CartPole: its two actions have nearly equal values, and both PUCT's parent-and-siblings
-  and Gumbel's mix-value transforms min-max rescale the root's Q-values, so a value bias
-  of the untrained model becomes a full-strength policy target; once the policy stops
-  taking an action, no data corrects the model about it. Training return stayed at
-  10-60 (greedy ~9: one action always). Fixed value bounds (`min_max`) instead left the
-  visits at the prior: no improvement at all.
-* `exploration_epsilon=0.1` (a uniformly random action 10% of the time; targets are still
-  the search's) keeps both actions in the data; replay (each sequence learned from ~2
-  times) makes the data go further. With both, PUCT and Gumbel reach returns of 400-500,
-  but with bootstraps from the current network the returns collapsed again and again
-  (greedy return back to ~10 for a chunk), with learning rate 3e-3 or 1e-3.
-* Bootstrapping from the acting search's root values ("search"), which replay makes a
-  few rollouts old, acts as a target network: the runs became smooth. Gumbel with it
-  reached a greedy return of 500 at ~0.77M frames (PUCT plateaued near 120 in 0.8M), so
-  Gumbel MuZero, the issue's stated default, is the default again; Catch still learns
-  (greedy 1.0). Its policy target is sharp (entropy ~0.03 nats): exploration comes from
-  epsilon and the Gumbel noise of acting.
-* Longer windows (T=32, n=16) with network bootstraps, and gamma 0.997, were not better
-  in single runs. Returns still oscillate by a few hundred after first reaching 500.
-* Sebulba and Anakin behave alike here: Sebulba on gymnax CartPole (through
-  `as_host_env`, 32 envs x 16 steps, deterministic mode) gave the same rise-and-collapse
-  curve as Anakin. With uniform replay the training return reaches 450-500 and falls
-  back to ~100 for 100-400k steps, again and again (3 seeds, 1e6 steps: second-half
-  means 250-270): once the agent balances well, the buffer holds few failures, and the
-  model forgets what leads to them. Prioritised replay (alpha 0.6, beta 0.4: failures
-  carry large value errors, so they are replayed more) ended 2 of 3 seeds at 480-500
-  for the last 200k steps (second-half means 243-385, mean 303); a softer policy
-  target (`value_scale` 0.02), lr 3e-4 or a 64-sequence batch were not better.
-  So replay is prioritised by default; with it `benchmarks/muzero.py` reached greedy 475
-  at 614k steps (168 s) and was still at 479 (training 486) after 3M steps.
-* A smaller buffer then made both runtimes stable: 2048 sequences (~35k steps) instead of
-  8192 (~140k). The stored policy and value targets come from the search that acted, so
-  an old sequence teaches an old policy; with 8192 the agent kept relearning what it had
-  outgrown. Anakin, gymnax CartPole, 1e6 steps, 3 seeds: second-half mean training return
-  471 / 430 / 420 against 183 / 333 / 158; every greedy evaluation of the last 300k steps
-  was 500 on all three seeds with 2048, on none with 8192. Sebulba, envpool CartPole, 32 x 16, 3 seeds: 348 /
-  411 / 340 against 227 / 168 (2 seeds); 1024 sequences: 263 / 359. Network bootstraps
-  instead of search values were worse again (195).
-* Dynamics and prediction need two hidden layers: with one, the reward model stayed
-  action-independent on Catch (the catch depends on ball, paddle and action jointly).
+The defaults (`MuZeroConfig`) and how seed sweeps found them:
+`benchmarks/results/muzero_tuning.md`.
 """
 
 from __future__ import annotations
@@ -79,95 +39,25 @@ import jax
 import jax.numpy as jnp
 
 from podracer.agents import returns
-from podracer.agents.config import check_choice
-from podracer.agents.config import check_positive
-from podracer.agents.config import check_range
-from podracer.agents.config import fail
+from podracer.agents.configs import MuZeroConfig
+from podracer.agents.learn import make_optimizer
+from podracer.agents.learn import sgd_update
 from podracer.agents.muzero_networks import MuZeroNetwork
 from podracer.agents.muzero_networks import make_model
 from podracer.agents.muzero_networks import scale_gradient
+from podracer.agents.networks import resolve_torso
 from podracer.agents.policy import categorical_entropy
-from podracer.agents.replay import ReplayConfig
 from podracer.agents.types import Agent
 from podracer.agents.types import Trajectory
-from podracer.agents.types import make_optimizer
 from podracer.agents.types import masked_mean
-from podracer.agents.types import sgd_update
 from podracer.envs import EnvSpec
-from podracer.search import DiscreteSupport
-from podracer.search import SearchConfig
 from podracer.search import search
-
-MUZERO_TORSOS = ("auto", "mlp", "nature_cnn", "impala_resnet")
-
-
-@dataclasses.dataclass(frozen=True)
-class MuZeroConfig:
-    learning_rate: float = 1e-3
-    gamma: float = 0.99
-    num_unroll_steps: int = 5  # K
-    td_steps: int = 10  # n of the n-step value targets
-    # What n-step value targets bootstrap from: "network" (the value head on the
-    # observation, current params, no gradient) or "search" (the acting search's root value).
-    value_bootstrap: str = "search"
-    # Gumbel MuZero; 8 simulations suffice for few actions (see the module doc).
-    search: SearchConfig = SearchConfig(policy="gumbel", num_simulations=8)
-    # Scaled supports (h(x) space): |value| up to ~110, |reward| up to ~35.
-    value_support: DiscreteSupport = DiscreteSupport(-10.0, 10.0, 51, scaled=True)
-    reward_support: DiscreteSupport = DiscreteSupport(-5.0, 5.0, 21, scaled=True)
-    # auto (mlp for vectors, impala_resnet for uint8 frames) | mlp | nature_cnn |
-    # impala_resnet. The Nature CNN costs ~6x less than the ResNet per frame: for CPU runs.
-    torso: str = "auto"
-    torso_hidden_sizes: tuple[int, ...] = (64,)  # mlp torso only
-    latent_size: int = 64
-    hidden_sizes: tuple[int, ...] = (128, 128)  # dynamics and prediction MLPs
-    value_cost: float = 0.5
-    reward_cost: float = 1.0
-    policy_cost: float = 1.0
-    max_grad_norm: float | None = 10.0
-    # Acting: a uniformly random action with this probability (the search policy target is
-    # unchanged). Keeps the model seeing every action where the search policy is sharp.
-    exploration_epsilon: float = 0.1
-    # Sequence replay (capacity 0: each trajectory is learned from once, as it arrives):
-    # 2048 sequences (at 32 envs x 16 steps: the last 64 rollouts, ~35k steps), each rollout
-    # followed by 2 updates on 32 sampled sequences (each sequence replayed ~2 times),
-    # prioritised by value error with Schaul et al.'s proportional exponents (module doc).
-    replay: ReplayConfig = ReplayConfig(
-        capacity=2048,
-        sequences_per_update=32,
-        updates_per_rollout=2,
-        priority_exponent=0.6,
-        importance_exponent=0.4,
-    )
-
-    def __post_init__(self):
-        check_positive(self, "learning_rate", "num_unroll_steps", "td_steps", "latent_size")
-        check_range(self, "gamma", 0.0, 1.0)
-        check_range(self, "exploration_epsilon", 0.0, 1.0)
-        for name in ("num_unroll_steps", "td_steps", "latent_size"):
-            if not isinstance(getattr(self, name), int):
-                fail(self, name, "an int")
-        for name in ("value_cost", "reward_cost", "policy_cost"):
-            check_range(self, name, 0.0, float("inf"))
-        check_choice(self, "torso", MUZERO_TORSOS)
-        check_choice(self, "value_bootstrap", ("network", "search"))
-        if not isinstance(self.replay, ReplayConfig):
-            fail(self, "replay", "a podracer.agents.ReplayConfig")
-        if not isinstance(self.search, SearchConfig):
-            fail(self, "search", "a podracer.search.SearchConfig")
-        for name in ("value_support", "reward_support"):
-            if not isinstance(getattr(self, name), DiscreteSupport):
-                fail(self, name, "a podracer.search.DiscreteSupport")
-        for name in ("torso_hidden_sizes", "hidden_sizes"):
-            sizes = getattr(self, name)
-            if not isinstance(sizes, tuple) or not all(isinstance(s, int) and s > 0 for s in sizes):
-                fail(self, name, "a tuple of positive ints")
 
 
 def resolve_muzero_torso(kind: str, spec: EnvSpec) -> str:
     """`auto`: the IMPALA ResNet for uint8 frames `[C, H, W]`, an MLP otherwise."""
     if kind != "auto":
-        return kind
+        return resolve_torso(kind, spec, "MuZeroConfig")
     is_frames = spec.observation_dtype == "uint8" and len(spec.observation_shape) == 3
     return "impala_resnet" if is_frames else "mlp"
 

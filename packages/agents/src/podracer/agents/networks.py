@@ -15,9 +15,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from podracer.agents.configs import TORSOS
+from podracer.agents.validation import ConfigError
 from podracer.envs import EnvSpec
 
-TORSOS = ("auto", "mlp", "nature_cnn", "impala_resnet")
+_NATURE_CNN_MIN_SIZE = 36  # the smallest frame its three VALID convolutions accept
 
 
 def _orthogonal(scale: float) -> nn.initializers.Initializer:
@@ -130,14 +132,29 @@ class Torso(nn.Module):
         return y.reshape(batch_shape + y.shape[-1:])
 
 
-def resolve_torso(kind: str, spec: EnvSpec) -> str:
-    """`auto` picks the Nature CNN for frames (uint8 with 3 dims) and an MLP otherwise."""
+def resolve_torso(kind: str, spec: EnvSpec, owner: str = "config") -> str:
+    """The torso for `spec`'s observations; `auto` picks the Nature CNN for frames (uint8
+    with 3 dims) and an MLP otherwise. A convolutional torso on observations it cannot
+    read fails naming `owner.torso` (before anything compiles)."""
     if kind not in TORSOS:
-        raise ValueError(f"network torso must be one of {TORSOS}, got {kind!r}")
-    if kind != "auto":
-        return kind
-    is_frames = spec.observation_dtype == "uint8" and len(spec.observation_shape) == 3
-    return "nature_cnn" if is_frames else "mlp"
+        raise ConfigError(f"{owner}.torso must be one of {TORSOS}, got {kind!r}")
+    shape = tuple(spec.observation_shape)
+    if kind == "auto":
+        is_frames = spec.observation_dtype == "uint8" and len(shape) == 3
+        return "nature_cnn" if is_frames else "mlp"
+    if kind != "mlp":
+        if len(shape) not in (2, 3):
+            raise ConfigError(
+                f"{owner}.torso={kind!r} needs image observations ([C, H, W] or [H, W]); "
+                f"{spec.name} observes shape {shape}: use 'mlp' or 'auto'"
+            )
+        if kind == "nature_cnn" and min(shape[-2:]) < _NATURE_CNN_MIN_SIZE:
+            raise ConfigError(
+                f"{owner}.torso='nature_cnn' needs frames of at least {_NATURE_CNN_MIN_SIZE}x"
+                f"{_NATURE_CNN_MIN_SIZE} (its 8/4, 4/2, 3/1 convolutions); {spec.name} "
+                f"observes {shape}: use 'impala_resnet' or 'mlp'"
+            )
+    return kind
 
 
 class ActorCritic(nn.Module):
@@ -178,5 +195,7 @@ class QNetwork(nn.Module):
 
     @nn.compact
     def __call__(self, observation: jax.Array) -> jax.Array:
-        h = Torso(self.torso, self.observation_ndim, self.hidden_sizes, self.activation)(observation)
+        h = Torso(self.torso, self.observation_ndim, self.hidden_sizes, self.activation)(
+            observation
+        )
         return Head(self.num_actions, kernel_init=_orthogonal(1.0))(h)

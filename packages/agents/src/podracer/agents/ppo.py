@@ -7,7 +7,6 @@ run is the same on 1 or N devices for the same global batch.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import NamedTuple
 
 import chex
@@ -16,11 +15,7 @@ import jax.numpy as jnp
 import optax
 
 from podracer.agents import returns
-from podracer.agents.config import check_choice
-from podracer.agents.config import check_positive
-from podracer.agents.config import check_range
-from podracer.agents.config import fail
-from podracer.agents.networks import TORSOS
+from podracer.agents.configs import PPOConfig
 from podracer.agents.networks import ActorCritic
 from podracer.agents.networks import resolve_torso
 from podracer.agents.policy import categorical_entropy
@@ -30,35 +25,6 @@ from podracer.agents.types import Agent
 from podracer.agents.types import Trajectory
 from podracer.agents.types import masked_mean
 from podracer.envs import EnvSpec
-
-
-@dataclasses.dataclass(frozen=True)
-class PPOConfig:
-    learning_rate: float = 2.5e-4
-    anneal_lr: bool = True  # linearly to 0 over the run's updates
-    gamma: float = 0.99
-    gae_lambda: float = 0.95
-    clip_eps: float = 0.2
-    entropy_cost: float = 0.01
-    value_cost: float = 0.5
-    clip_value_loss: bool = True
-    normalize_advantages: bool = True
-    num_epochs: int = 4
-    num_minibatches: int = 4  # splits the rollout's time axis
-    max_grad_norm: float | None = 0.5
-    torso: str = "auto"
-    hidden_sizes: tuple[int, ...] = (64, 64)
-    activation: str = "tanh"
-    separate_critic: bool = True
-
-    def __post_init__(self):
-        check_positive(self, "learning_rate", "clip_eps", "num_epochs", "num_minibatches")
-        check_range(self, "gamma", 0.0, 1.0)
-        check_range(self, "gae_lambda", 0.0, 1.0)
-        check_choice(self, "torso", TORSOS)
-        for f in ("num_epochs", "num_minibatches"):
-            if not isinstance(getattr(self, f), int):
-                fail(self, f, "an int")
 
 
 class _Batch(NamedTuple):
@@ -73,17 +39,25 @@ class _Batch(NamedTuple):
     mask: chex.Array  # [T, B] bool
 
 
-def make_ppo(spec: EnvSpec, config: PPOConfig = PPOConfig(), total_updates: int | None = None) -> Agent:
+def make_ppo(
+    spec: EnvSpec, config: PPOConfig = PPOConfig(), total_updates: int | None = None
+) -> Agent:
     net = ActorCritic(
-        spec.num_actions, resolve_torso(config.torso, spec), len(spec.observation_shape),
-        config.hidden_sizes, config.activation, config.separate_critic,
+        spec.num_actions,
+        resolve_torso(config.torso, spec, "PPOConfig"),
+        len(spec.observation_shape),
+        config.hidden_sizes,
+        config.activation,
+        config.separate_critic,
     )
     steps_per_update = config.num_epochs * config.num_minibatches
     learning_rate: float | optax.Schedule = config.learning_rate
     if config.anneal_lr and total_updates:
+
         def learning_rate(count):  # PureJaxRL's schedule: constant within an update
             frac = 1.0 - (count // steps_per_update) / total_updates
             return config.learning_rate * jnp.maximum(frac, 0.0)
+
     chain = [optax.clip_by_global_norm(config.max_grad_norm)] if config.max_grad_norm else []
     optimizer = optax.chain(*chain, optax.adam(learning_rate, eps=1e-5))
 
@@ -109,8 +83,13 @@ def make_ppo(spec: EnvSpec, config: PPOConfig = PPOConfig(), total_updates: int 
         v_t = jax.lax.stop_gradient(returns.bootstrap_values(values, final_v, ts))
         advantage = returns.lambda_advantages(values[:-1], v_t, bounds, config.gae_lambda)
         return _Batch(
-            ts.observation[:-1], trajectory.action[:-1], trajectory.extras["log_prob"][:-1],
-            values[:-1], advantage, advantage + values[:-1], bounds.mask,
+            ts.observation[:-1],
+            trajectory.action[:-1],
+            trajectory.extras["log_prob"][:-1],
+            values[:-1],
+            advantage,
+            advantage + values[:-1],
+            bounds.mask,
         )
 
     def batch_loss(params, batch: _Batch, reduce=lambda x: x):
@@ -139,7 +118,9 @@ def make_ppo(spec: EnvSpec, config: PPOConfig = PPOConfig(), total_updates: int 
             "losses/value": value_loss,
             "losses/entropy": entropy,
             "agent/approx_kl": masked_mean((ratio - 1.0) - jnp.log(ratio), batch.mask),
-            "agent/clip_fraction": masked_mean((jnp.abs(ratio - 1.0) > config.clip_eps).astype(jnp.float32), batch.mask),
+            "agent/clip_fraction": masked_mean(
+                (jnp.abs(ratio - 1.0) > config.clip_eps).astype(jnp.float32), batch.mask
+            ),
         }
         return total, metrics
 
@@ -175,6 +156,13 @@ def make_ppo(spec: EnvSpec, config: PPOConfig = PPOConfig(), total_updates: int 
         return params, opt_state, jax.tree.map(jnp.mean, metrics)
 
     return Agent(
-        name="ppo", spec=spec, config=config, init=init, act=act, greedy_act=greedy_act,
-        loss=loss, optimizer=optimizer, update=update,
+        name="ppo",
+        spec=spec,
+        config=config,
+        init=init,
+        act=act,
+        greedy_act=greedy_act,
+        loss=loss,
+        optimizer=optimizer,
+        update=update,
     )

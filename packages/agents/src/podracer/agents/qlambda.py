@@ -8,54 +8,35 @@ is the mean over the whole device batch: one backward pass per update.
 
 from __future__ import annotations
 
-import dataclasses
-
 import chex
 import jax
 import jax.numpy as jnp
 import rlax
 
 from podracer.agents import returns
-from podracer.agents.config import check_choice
-from podracer.agents.config import check_positive
-from podracer.agents.config import check_range
-from podracer.agents.networks import TORSOS
+from podracer.agents.configs import QLambdaConfig
+from podracer.agents.learn import make_optimizer
+from podracer.agents.learn import sgd_update
 from podracer.agents.networks import QNetwork
 from podracer.agents.networks import resolve_torso
 from podracer.agents.policy import epsilon_greedy
 from podracer.agents.policy import select
 from podracer.agents.types import Agent
 from podracer.agents.types import Trajectory
-from podracer.agents.types import make_optimizer
 from podracer.agents.types import masked_mean
-from podracer.agents.types import sgd_update
 from podracer.envs import EnvSpec
 
 
-@dataclasses.dataclass(frozen=True)
-class QLambdaConfig:
-    learning_rate: float = 1e-3  # the demo's benchmark uses 1e-4; 1e-3 learns Catch in ~2e5 steps
-    gamma: float = 0.99
-    lambda_: float = 0.9
-    epsilon: float = 0.0  # exploration during training; 0 is the demo's greedy acting
-    torso: str = "auto"  # auto | mlp | nature_cnn | impala_resnet
-    hidden_sizes: tuple[int, ...] = (256,)
-    activation: str = "relu"
-    max_grad_norm: float | None = None
-
-    def __post_init__(self):
-        check_positive(self, "learning_rate")
-        check_range(self, "gamma", 0.0, 1.0)
-        check_range(self, "lambda_", 0.0, 1.0)
-        check_range(self, "epsilon", 0.0, 1.0)
-        check_choice(self, "torso", TORSOS)
-
-
-def make_qlambda(spec: EnvSpec, config: QLambdaConfig = QLambdaConfig(), total_updates: int | None = None) -> Agent:
+def make_qlambda(
+    spec: EnvSpec, config: QLambdaConfig = QLambdaConfig(), total_updates: int | None = None
+) -> Agent:
     del total_updates  # constant learning rate
     net = QNetwork(
-        spec.num_actions, resolve_torso(config.torso, spec), len(spec.observation_shape),
-        config.hidden_sizes, config.activation,
+        spec.num_actions,
+        resolve_torso(config.torso, spec, "QLambdaConfig"),
+        len(spec.observation_shape),
+        config.hidden_sizes,
+        config.activation,
     )
     optimizer = make_optimizer(config.learning_rate, config.max_grad_norm)
 
@@ -94,6 +75,13 @@ def make_qlambda(spec: EnvSpec, config: QLambdaConfig = QLambdaConfig(), total_u
         return value_loss, metrics
 
     return Agent(
-        name="qlambda", spec=spec, config=config, init=init, act=act, greedy_act=greedy_act,
-        loss=loss, optimizer=optimizer, update=sgd_update(loss, optimizer),
+        name="qlambda",
+        spec=spec,
+        config=config,
+        init=init,
+        act=act,
+        greedy_act=greedy_act,
+        loss=loss,
+        optimizer=optimizer,
+        update=sgd_update(loss, optimizer),
     )

@@ -22,7 +22,6 @@ closures over the static sizes, in the style of optax's `init`/`update`.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 from typing import NamedTuple
@@ -31,48 +30,9 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from podracer.agents.config import check_range
-from podracer.agents.config import fail
-from podracer.agents.train_state import TrainState
+from podracer.agents.configs import ReplayConfig
 
 _MIN_PRIORITY = 1e-6  # keeps every filled row sampleable under any alpha
-
-
-@dataclasses.dataclass(frozen=True)
-class ReplayConfig:
-    """Sequence replay for an agent's learner; sizes are global (split over devices).
-
-    `capacity=0` turns replay off: the learner uses each actor trajectory once, as it
-    arrives. With replay, each actor rollout of `[T+1, num_envs]` is added as `num_envs`
-    sequences and the learner makes `updates_per_rollout` updates, each on
-    `sequences_per_update` sequences sampled from the buffer, so the learner batch and the
-    reuse of each sample (replay ratio) are independent of the actor batch.
-    """
-
-    capacity: int = 0  # sequences held (all devices together); 0: no replay
-    sequences_per_update: int = 32  # learner batch, in sequences of length T+1
-    updates_per_rollout: int = 1  # learner updates per actor rollout
-    priority_exponent: float = 0.0  # alpha: 0 uniform, 1 proportional to priority
-    importance_exponent: float = 0.0  # beta: 0 no correction, 1 full correction
-
-    def __post_init__(self) -> None:
-        for name in ("capacity", "sequences_per_update", "updates_per_rollout"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                fail(self, name, "an int >= 0")
-        for name in ("sequences_per_update", "updates_per_rollout"):
-            if getattr(self, name) < 1:
-                fail(self, name, "an int >= 1")
-        check_range(self, "priority_exponent", 0.0, float("inf"))
-        check_range(self, "importance_exponent", 0.0, 1.0)
-
-    @property
-    def enabled(self) -> bool:
-        return self.capacity > 0
-
-    @property
-    def prioritised(self) -> bool:
-        return self.priority_exponent > 0
 
 
 class ReplayState(NamedTuple):
@@ -179,66 +139,3 @@ def init_local_replays(agent, trajectory_shapes: Any, num_devices: int) -> Repla
     item = jax.tree.map(lambda x: jnp.zeros(x.shape[:1] + x.shape[2:], x.dtype), trajectory_shapes)
     one = local_replay(agent.replay, num_devices).init(item)
     return jax.tree.map(lambda x: jnp.broadcast_to(x, (num_devices, *x.shape)), one)
-
-
-def make_learn(agent, num_devices: int, axis_name: str, reduce_grads: Callable[[Any], Any]):
-    """The learner's step on one device's share of a rollout, shared by both runtimes:
-
-        learn(train, trajectory [T+1, B], replay_block) -> (train, losses, replay_block)
-
-    Runs inside `shard_map` over `axis_name`. Without replay (`agent.replay` None) it is
-    one `agent.update` on the trajectory. With replay, this device adds the trajectory's
-    B sequences to its own buffer (`replay_block`: the `[1, ...]` block of the sharded
-    buffers), then makes `updates_per_rollout` updates, each on sequences sampled from it
-    with this device's key (importance weights in `extras["replay_weight"]`, priorities
-    refreshed from the updated params when prioritised). Gradients are averaged over
-    devices either way.
-    """
-
-    def learn_on_trajectory(train, trajectory, replay_block):
-        key, update_key = jax.random.split(train.key)
-        params, opt_state, losses = agent.update(
-            train.params, train.opt_state, trajectory, update_key, reduce_grads=reduce_grads
-        )
-        return TrainState(params, opt_state, key, train.update_step + 1), losses, replay_block
-
-    if agent.replay is None:
-        return learn_on_trajectory
-    config: ReplayConfig = agent.replay
-    replay = local_replay(config, num_devices)
-
-    def learn_from_replay(train, trajectory, replay_block):
-        local = jax.tree.map(lambda x: x[0], replay_block)  # this device's buffer
-        local = replay.add(local, batch_major(trajectory))
-        key, replay_key = jax.random.split(train.key)
-        # Devices sample their own buffers with their own keys.
-        replay_key = jax.random.fold_in(replay_key, jax.lax.axis_index(axis_name))
-
-        def one(carry, step_key):
-            params, opt_state, local = carry
-            sample_key, update_key = jax.random.split(step_key)
-            sample = replay.sample(local, sample_key)
-            batch = batch_major(sample.items)  # back to time-major [T+1, S]
-            weights = jnp.broadcast_to(sample.weights, batch.action.shape)
-            batch = batch._replace(extras={**batch.extras, "replay_weight": weights})
-            params, opt_state, losses = agent.update(
-                params, opt_state, batch, update_key, reduce_grads=reduce_grads
-            )
-            if config.prioritised:
-                priorities = jax.lax.stop_gradient(agent.priority(params, batch))
-                local = replay.update_priorities(local, sample.indices, priorities)
-            return (params, opt_state, local), losses
-
-        # A Python loop, not lax.scan: XLA:CPU runs convolution gradients ~15x slower
-        # inside a while loop's body (measured: Nature CNN, 336 frames, 18 s against 1.2 s),
-        # and the count is small and static.
-        carry, losses = (train.params, train.opt_state, local), []
-        for step_key in jax.random.split(replay_key, config.updates_per_rollout):
-            carry, step_losses = one(carry, step_key)
-            losses.append(step_losses)
-        params, opt_state, local = carry
-        losses = jax.tree.map(lambda *xs: jnp.mean(jnp.stack(xs), axis=0), *losses)
-        train = TrainState(params, opt_state, key, train.update_step + config.updates_per_rollout)
-        return train, losses, jax.tree.map(lambda x: x[None], local)
-
-    return learn_from_replay

@@ -41,7 +41,9 @@ def boundaries(timestep: TimeStep, gamma: float) -> Boundaries:
     return Boundaries(discount, nxt.done, nxt.transition_mask, nxt.reward.astype(jnp.float32))
 
 
-def bootstrap_values(values: chex.Array, final_values: chex.Array | None, timestep: TimeStep) -> chex.Array:
+def bootstrap_values(
+    values: chex.Array, final_values: chex.Array | None, timestep: TimeStep
+) -> chex.Array:
     """Values `v_t` `[T, B]` to bootstrap transition t from.
 
     `values` `[T+1, B]` are computed on `observation`; where the episode was truncated at
@@ -83,7 +85,12 @@ def vtrace(
     lambda_t = lambda_ * (1.0 - bounds.cut.astype(jnp.float32))
     errors = _per_sequence(
         lambda *a: rlax.vtrace(*a, clip_rho_threshold=clip_rho_threshold),
-        v_tm1, v_t, bounds.reward, bounds.discount, rho_tm1, lambda_t,
+        v_tm1,
+        v_t,
+        bounds.reward,
+        bounds.discount,
+        rho_tm1,
+        lambda_t,
     )
     vs = jax.lax.stop_gradient(v_tm1 + errors)
     vs_next = jnp.concatenate([vs[1:], v_t[-1:]], axis=0)

@@ -95,34 +95,6 @@ class Agent(NamedTuple):
     priority: Callable[[Params, Trajectory], chex.Array] | None = None
 
 
-def sgd_update(
-    loss_fn: Callable[[Params, Trajectory, chex.PRNGKey], tuple[chex.Array, Metrics]],
-    optimizer: optax.GradientTransformation,
-) -> Callable[..., tuple[Params, optax.OptState, Metrics]]:
-    """One gradient step on the whole trajectory: one backward pass over the batch."""
-
-    def update(params, opt_state, trajectory, key, reduce_grads: ReduceFn = lambda x: x):
-        (loss, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, trajectory, key)
-        grads, metrics, loss = reduce_grads((grads, metrics, loss))
-        updates, opt_state = optimizer.update(grads, opt_state, params)
-        params = optax.apply_updates(params, updates)
-        metrics = {**metrics, "losses/total": loss, "losses/grad_norm": optax.tree.norm(grads)}
-        return params, opt_state, metrics
-
-    return update
-
-
-def make_optimizer(
-    learning_rate: float | optax.Schedule, max_grad_norm: float | None, *, eps: float = 1e-8
-) -> optax.GradientTransformation:
-    """Adam with optional global-norm clipping, the default of every agent here."""
-    chain = []
-    if max_grad_norm is not None and max_grad_norm > 0:
-        chain.append(optax.clip_by_global_norm(max_grad_norm))
-    chain.append(optax.adam(learning_rate, eps=eps))
-    return optax.chain(*chain)
-
-
 def masked_mean(x: chex.Array, mask: chex.Array) -> chex.Array:
     """Mean of `x` over entries where `mask` is true (0 when none is)."""
     chex.assert_equal_shape([x, mask])

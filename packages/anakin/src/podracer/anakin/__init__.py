@@ -1,15 +1,30 @@
-"""podracer.anakin: environments and agent together on device (Hessel, Kroiss et al., 2021)."""
+"""podracer.anakin: environments and agent together on device (Hessel, Kroiss et al., 2021).
 
-from podracer.anakin.config import AnakinConfig
-from podracer.anakin.runtime import ChunkMetrics
-from podracer.anakin.runtime import RunnerState
-from podracer.anakin.runtime import make_chunk
-from podracer.anakin.runtime import make_evaluate
-from podracer.anakin.runtime import make_init
-from podracer.anakin.runtime import make_mesh
-from podracer.anakin.runtime import make_rollout
-from podracer.anakin.train import TrainResult
-from podracer.anakin.train import final_return
-from podracer.anakin.train import train
+`train(AnakinConfig(...))` runs a whole training run; the command is `anakin`. Names are
+imported on first use (SPEC 1 lazy loading), so `anakin --help` does not wait for JAX.
+"""
 
-__version__ = "0.1.0"
+import lazy_loader
+
+# Each module and the public names it defines, one per line; a name's module is
+# imported on first use (scientific-python's SPEC 1 lazy loading).
+_NAMES = {
+    "config": [
+        "AnakinConfig",
+    ],
+    "runtime": [
+        "ChunkMetrics",
+        "RunnerState",
+        "make_chunk",
+        "make_evaluate",
+        "make_init",
+        "make_mesh",
+        "make_rollout",
+    ],
+    "train": [
+        "train",
+    ],
+}
+
+__getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs=_NAMES)
+__version__ = "0.2.0"

@@ -1,95 +1,44 @@
-"""Anakin's configuration: one frozen dataclass, validated before anything compiles."""
+"""Anakin's configuration: the shared `RunConfig` plus Anakin's global sizes."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated
-from typing import Literal
+from typing import ClassVar
 
-import tyro
-
-from podracer.agents import AGENTS
-from podracer.agents import DistributedConfig
-from podracer.agents import ImpalaConfig
-from podracer.agents import MuZeroConfig
-from podracer.agents import PPOConfig
-from podracer.agents import QLambdaConfig
-
-AgentName = Literal["qlambda", "impala", "ppo", "muzero"]
+from podracer.agents.runs.config import RunConfig
+from podracer.agents.validation import ConfigError
+from podracer.agents.validation import check_int
+from podracer.agents.validation import fail
 
 
 @dataclasses.dataclass(frozen=True)
-class AnakinConfig:
-    """Anakin training run. Defaults: the Podracer demo (Catch with Q(lambda)).
+class AnakinConfig(RunConfig):
+    """An Anakin training run. Defaults: the Podracer demo (Catch with Q(lambda)).
 
     Sizes are global: `num_envs` environments are split evenly over the devices, so the
     same config gives the same learning curve on 1, 2 or 4 devices.
     """
 
-    env: str = "catch"  # a JaxEnv name: "catch", "gymnax:CartPole-v1", ...
-    agent: AgentName = "qlambda"
+    env: str = "catch"  # a JaxEnv name: catch, gymnax:CartPole-v1, ... (podracer.envs.list_envs)
+    total_env_steps: int = 409_600  # rounded up to whole chunks
     num_envs: int = 128  # global batch of environments, split over devices
     rollout_length: int = 16  # T: environment steps per update
     updates_per_chunk: int = 50  # K: updates per compiled chunk (one host call)
-    total_env_steps: int = 409_600  # rounded up to whole chunks
-    # Wall-clock budget in seconds (compile included); 0: none. The run stops after the
-    # chunk that passes it, with its final checkpoint, as if that were the last chunk.
-    max_wall_seconds: float = 0.0
-    seed: int = 0
     num_devices: int | None = None  # None: every device of every process
-    eval_every_chunks: int = 0  # 0: no periodic greedy evaluation
-    eval_envs: int = 64
-    eval_max_steps: int = 1000  # per-episode cap for envs without a time limit
-    checkpoint_every_chunks: int = 0  # 0: only a final checkpoint (when a run name is set)
-    keep_checkpoints: int = 3
-    run_name: str | None = None  # writes runs/<run_name>/ when set
-    runs_root: str = "runs"
-    resume: bool = False  # continue runs/<run_name>/ from its last checkpoint
-    tensorboard: bool = True
-    progress: bool = True
-    # --distributed, --coordinator-address, --num-processes, --process-id
-    cluster: Annotated[DistributedConfig, tyro.conf.arg(name="")] = DistributedConfig()
-    qlambda: QLambdaConfig = QLambdaConfig()
-    impala: ImpalaConfig = ImpalaConfig()
-    ppo: PPOConfig = PPOConfig()
-    muzero: MuZeroConfig = MuZeroConfig()
+    # Independent runs of seeds seed, seed+1, ..., as one vmapped program (metrics, a
+    # TensorBoard run and checkpoints per seed); seed k trains as a run with seed+k would.
+    num_seeds: int = 1
+
+    RUNTIME: ClassVar[str] = "anakin"
+    MAY_CHANGE_ON_RESUME: ClassVar[frozenset[str]] = RunConfig.MAY_CHANGE_ON_RESUME | {
+        "num_devices"
+    }
 
     def __post_init__(self) -> None:
-        if self.agent not in AGENTS:
-            raise ValueError(
-                f"AnakinConfig.agent must be one of {sorted(AGENTS)}, got {self.agent!r}"
-            )
-        for name in (
-            "num_envs",
-            "rollout_length",
-            "updates_per_chunk",
-            "total_env_steps",
-            "eval_envs",
-            "eval_max_steps",
-            "keep_checkpoints",
-        ):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"AnakinConfig.{name} must be a positive int, got {value!r}")
-        for name in ("eval_every_chunks", "checkpoint_every_chunks", "max_wall_seconds"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"AnakinConfig.{name} must be >= 0, got {getattr(self, name)!r}")
-        if self.num_devices is not None and self.num_devices < 1:
-            raise ValueError(
-                f"AnakinConfig.num_devices must be >= 1 or None, got {self.num_devices!r}"
-            )
-        replay = getattr(self.agent_config, "replay", None)
-        if replay is not None and replay.enabled and replay.capacity < self.num_envs:
-            raise ValueError(
-                f"{type(self.agent_config).__name__}.replay.capacity={replay.capacity} must be "
-                f">= AnakinConfig.num_envs={self.num_envs} (a rollout adds one sequence per env)"
-            )
-        if self.resume and not self.run_name:
-            raise ValueError("AnakinConfig.resume needs AnakinConfig.run_name (the run to resume)")
-
-    @property
-    def agent_config(self):
-        return getattr(self, self.agent)
+        super().__post_init__()
+        check_int(self, "num_envs", "rollout_length", "updates_per_chunk", "num_seeds")
+        if self.num_devices is not None:
+            check_int(self, "num_devices")
 
     @property
     def steps_per_update(self) -> int:
@@ -104,23 +53,28 @@ class AnakinConfig:
         return -(-self.total_env_steps // self.steps_per_chunk)
 
     def check_devices(self, num_available: int) -> int:
-        """The device count to use; fails naming the field when the split is uneven."""
+        """The device count to use, after every check that needs it (or the agent's config
+        together with the sizes); fails naming the field."""
         n = num_available if self.num_devices is None else self.num_devices
         if n > num_available:
-            raise ValueError(f"AnakinConfig.num_devices={n} but only {num_available} devices exist")
+            fail(self, "num_devices", f"at most the {num_available} devices that exist", n)
         if self.num_envs % n:
-            raise ValueError(
-                f"AnakinConfig.num_envs={self.num_envs} must be divisible by the {n} devices"
-            )
+            fail(self, "num_envs", f"divisible by the {n} devices")
+        if self.eval_interval and self.eval_episodes % n:
+            fail(self, "eval_episodes", f"divisible by the {n} devices (one episode per env)")
+        self.check_rollout(self.rollout_length)
         replay = getattr(self.agent_config, "replay", None)
         if replay is not None and replay.enabled:
             owner = f"{type(self.agent_config).__name__}.replay"
+            if replay.capacity < self.num_envs:
+                raise ConfigError(
+                    f"{owner}.capacity={replay.capacity} must be >= AnakinConfig.num_envs="
+                    f"{self.num_envs} (a rollout adds one sequence per env)"
+                )
             for name in ("capacity", "sequences_per_update"):
                 value = getattr(replay, name)
                 if value % n:
-                    raise ValueError(f"{owner}.{name}={value} must be divisible by the {n} devices")
-        if self.eval_every_chunks and self.eval_envs % n:
-            raise ValueError(
-                f"AnakinConfig.eval_envs={self.eval_envs} must be divisible by the {n} devices"
-            )
+                    raise ConfigError(
+                        f"{owner}.{name}={value} must be divisible by the {n} devices"
+                    )
         return n

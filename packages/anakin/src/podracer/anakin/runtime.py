@@ -39,6 +39,9 @@ from podracer.agents import init_local_replays
 from podracer.agents import init_train_state
 from podracer.agents import make_learn
 from podracer.agents import pmean_flat
+from podracer.agents.evaluation import env_keys
+from podracer.agents.evaluation import jax_episodes
+from podracer.agents.validation import ConfigError
 from podracer.envs import JaxEnv
 from podracer.envs import TimeStep
 
@@ -72,9 +75,11 @@ def make_mesh(num_devices: int) -> Mesh:
     return Mesh(devices, (AXIS,))
 
 
-def state_shardings(mesh: Mesh, state: RunnerState) -> RunnerState:
+def state_shardings(mesh: Mesh, state: RunnerState, num_seeds: int = 1) -> RunnerState:
+    """Params and optimizer state replicated, envs, keys and replay split over the mesh
+    (after the leading seed axis of a multi-seed state)."""
     replicated = NamedSharding(mesh, P())
-    sharded = NamedSharding(mesh, P(AXIS))
+    sharded = NamedSharding(mesh, P(AXIS) if num_seeds == 1 else P(None, AXIS))
     return RunnerState(
         train=jax.tree.map(lambda _: replicated, state.train),
         env_state=jax.tree.map(lambda _: sharded, state.env_state),
@@ -97,16 +102,23 @@ def _act_per_env(agent: Agent, params, keys: chex.Array, observation: chex.Array
 
 
 def make_init(
-    agent: Agent, env: JaxEnv, num_envs: int, mesh: Mesh, rollout_length: int | None = None
+    agent: Agent,
+    env: JaxEnv,
+    num_envs: int,
+    mesh: Mesh,
+    rollout_length: int | None = None,
+    num_seeds: int = 1,
 ) -> Callable[[chex.PRNGKey], RunnerState]:
     """`init(key) -> RunnerState`, computed directly into its shardings (multi-host safe).
 
-    `rollout_length` sizes the replay's sequences; agents with replay need it.
+    With `num_seeds > 1`, `init(keys [S, 2])`: S independent states stacked on a leading
+    seed axis (seed k's state is what `init(keys[k])` makes alone). `rollout_length`
+    sizes the replay's sequences; agents with replay need it.
     """
     if agent.replay is not None and rollout_length is None:
         raise ValueError(f"make_init: agent {agent.name!r} has replay and needs rollout_length")
 
-    def init(key):
+    def init_one(key):
         train_key, env_root = jax.random.split(key)
         env_keys = jax.vmap(lambda i: jax.random.fold_in(env_root, i))(jnp.arange(num_envs))
         reset_keys, env_keys = _split_per_env(env_keys, 2)
@@ -120,8 +132,10 @@ def make_init(
         replay_state = init_local_replays(agent, shapes, mesh.size)
         return RunnerState(train, env_state, timestep, env_keys, replay_state)
 
-    abstract = jax.eval_shape(init, jax.random.PRNGKey(0))
-    return jax.jit(init, out_shardings=state_shardings(mesh, abstract))
+    init = init_one if num_seeds == 1 else jax.vmap(init_one)
+    keys = jax.random.PRNGKey(0) if num_seeds == 1 else jnp.zeros((num_seeds, 2), jnp.uint32)
+    abstract = jax.eval_shape(init, keys)
+    return jax.jit(init, out_shardings=state_shardings(mesh, abstract, num_seeds))
 
 
 def make_rollout(agent: Agent, env: JaxEnv, rollout_length: int):
@@ -162,8 +176,18 @@ def _episode_sums(timestep: TimeStep) -> tuple[chex.Array, chex.Array, chex.Arra
     )
 
 
-def make_chunk(agent: Agent, env: JaxEnv, rollout_length: int, updates_per_chunk: int, mesh: Mesh):
-    """The compiled training chunk: `chunk(state) -> (state, ChunkMetrics)`."""
+def make_chunk(
+    agent: Agent,
+    env: JaxEnv,
+    rollout_length: int,
+    updates_per_chunk: int,
+    mesh: Mesh,
+    num_seeds: int = 1,
+):
+    """The compiled training chunk: `chunk(state) -> (state, ChunkMetrics)`.
+
+    With `num_seeds > 1` the chunk is vmapped over the state's leading seed axis (one
+    program trains every seed; metrics get a leading `[S]` axis)."""
     rollout = make_rollout(agent, env, rollout_length)
     pmean = pmean_flat(AXIS)  # one all-reduce for all gradients and metrics
 
@@ -197,79 +221,107 @@ def make_chunk(agent: Agent, env: JaxEnv, rollout_length: int, updates_per_chunk
         losses = jax.tree.map(lambda x: x / updates_per_chunk, loss_sum)
         return state, ChunkMetrics(losses, ret, length, count)
 
+    per_device = chunk if num_seeds == 1 else jax.vmap(chunk)
+
     def compiled(state: RunnerState):
-        in_specs = jax.tree.map(lambda s: s.spec, state_shardings(mesh, state))
+        in_specs = jax.tree.map(lambda s: s.spec, state_shardings(mesh, state, num_seeds))
         out_specs = (in_specs, ChunkMetrics(P(), P(), P(), P()))
         # check_vma=False: environments legitimately emit device-invariant constants (a
         # never-truncating env's `truncated`), which the varying-axis check rejects as scan
         # carries; replication of the outputs is guaranteed by pmean/psum above.
         return jax.shard_map(
-            chunk, mesh=mesh, in_specs=(in_specs,), out_specs=out_specs, check_vma=False
+            per_device, mesh=mesh, in_specs=(in_specs,), out_specs=out_specs, check_vma=False
         )(state)
 
-    return _jit_with_state_shardings(compiled, mesh)
+    return _jit_with_state_shardings(compiled, mesh, num_seeds)
 
 
-def _jit_with_state_shardings(fn, mesh: Mesh):
+def _jit_with_state_shardings(fn, mesh: Mesh, num_seeds: int = 1):
     """jit `fn(state) -> (state, metrics)` with the state's layout pinned in and out.
 
     Pinning matters: on a 1-device mesh jit would return `P()` for sharded inputs, and
     the second call would compile again. The jitted function is built on first use,
-    when the state's structure is known; the input state is donated.
+    when the state's structure is known; the input state is donated. `call.traces`
+    counts how often it was traced (1 in a steady run).
     """
     cache = {}
 
+    def traced(state):
+        call.traces += 1  # runs once per trace: a public recompilation counter for tests
+        return fn(state)
+
     def call(state):
         if "jit" not in cache:
-            shardings = state_shardings(mesh, state)
+            shardings = state_shardings(mesh, state, num_seeds)
             cache["jit"] = jax.jit(
-                fn,
+                traced,
                 in_shardings=(shardings,),
                 out_shardings=(shardings, NamedSharding(mesh, P())),
                 donate_argnums=0,
             )
         return cache["jit"](state)
 
-    call.compiled_count = lambda: cache["jit"]._cache_size() if "jit" in cache else 0
+    call.traces = 0
     return call
 
 
-def make_evaluate(agent: Agent, env: JaxEnv, num_envs: int, max_steps: int, mesh: Mesh):
-    """`evaluate(params, key) -> mean undiscounted return` of one greedy episode per env."""
+def make_evaluate(
+    agent: Agent, env: JaxEnv, num_envs: int, max_steps: int, mesh: Mesh, num_seeds: int = 1
+):
+    """`evaluate(params, key) -> mean undiscounted return` of one greedy episode per env,
+    the envs split over the mesh (each env's key from its global index). With
+    `num_seeds > 1`: params and keys with a leading seed axis, returns `[S]`."""
     per_device = num_envs // mesh.size
+    episodes = jax_episodes(agent, env, max_steps)
 
     def evaluate(params, key):
-        index = jax.lax.axis_index(AXIS) * per_device + jnp.arange(per_device)
-        keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(index)
-        reset_keys, keys = _split_per_env(keys, 2)
-        env_state, timestep = jax.vmap(env.reset)(reset_keys)
+        offset = jax.lax.axis_index(AXIS) * per_device
+        returns, _ = episodes(params, env_keys(key, per_device, offset))
+        return jax.lax.pmean(jnp.mean(returns), AXIS)
 
-        class Carry(NamedTuple):
-            t: chex.Array
-            env_state: Any
-            timestep: TimeStep
-            keys: chex.Array
-            finished: chex.Array  # [b] bool
-            episode_return: chex.Array  # [b] float32
-
-        def cond(c: Carry):
-            return (c.t < max_steps) & ~jnp.all(c.finished)
-
-        def body(c: Carry):
-            keys, step_keys = _split_per_env(c.keys, 2)
-            action = agent.greedy_act(params, c.timestep.observation)
-            env_state, ts = jax.vmap(env.step)(c.env_state, action, step_keys)
-            newly = ts.episode_end_mask & ~c.finished
-            ret = jnp.where(newly, ts.episode_return, c.episode_return)
-            return Carry(c.t + 1, env_state, ts, keys, c.finished | newly, ret)
-
-        zeros = jnp.zeros(per_device, jnp.float32)
-        init = Carry(jnp.int32(0), env_state, timestep, keys, jnp.zeros(per_device, bool), zeros)
-        final = jax.lax.while_loop(cond, body, init)
-        # Episodes cut by max_steps count with their running return.
-        ret = jnp.where(final.finished, final.episode_return, final.timestep.episode_return)
-        return jax.lax.pmean(jnp.mean(ret), AXIS)
-
+    per_seed = evaluate if num_seeds == 1 else jax.vmap(evaluate)
     return jax.jit(
-        jax.shard_map(evaluate, mesh=mesh, in_specs=(P(), P()), out_specs=P(), check_vma=False)
+        jax.shard_map(per_seed, mesh=mesh, in_specs=(P(), P()), out_specs=P(), check_vma=False)
     )
+
+
+def _tree_bytes(*trees: Any) -> int:
+    return sum(int(x.size) * x.dtype.itemsize for t in trees for x in jax.tree.leaves(t))
+
+
+def device_memory(device: jax.Device) -> int | None:
+    """Bytes a program may use on `device` (free RAM for CPU devices); None if unknown."""
+    if device.platform == "cpu":
+        import os
+
+        try:
+            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+        except (ValueError, OSError, AttributeError):  # not Linux
+            return None
+    stats = device.memory_stats() or {}
+    return stats.get("bytes_limit")
+
+
+def check_memory(
+    abstract: RunnerState,
+    num_envs: int,
+    rollout_length: int,
+    mesh: Mesh,
+    owner: str = "AnakinConfig",
+) -> int:
+    """Fails before compiling when one device cannot hold its share of the env states,
+    replay and one rollout (a lower bound on what a chunk needs); returns the estimate."""
+    n = mesh.size
+    sharded = _tree_bytes(abstract.env_state, abstract.timestep, abstract.env_key, abstract.replay)
+    rollout = (rollout_length + 1) * _tree_bytes(abstract.timestep)
+    need = (sharded + rollout) // n + _tree_bytes(abstract.train)
+    have = device_memory(mesh.devices.flat[0])
+    if have is not None and need > have:
+        gib = lambda b: f"{b / 2**30:.1f} GiB"
+        raise ConfigError(
+            f"{owner}.num_envs={num_envs} needs at least {gib(need)} on each of the {n} "
+            f"device(s) for env states, replay and one rollout of {rollout_length} steps; "
+            f"{mesh.devices.flat[0].platform} device 0 has {gib(have)} free: use fewer envs, "
+            f"a shorter rollout or more devices"
+        )
+    return need

@@ -1,172 +1,156 @@
-"""The host side of Anakin: chunks in a loop, with metrics, evaluation and checkpoints.
+"""Anakin's loop: compiled chunks, and between them what the host does (`Run`).
 
-The host acts only between chunks. Everything it needs to continue a run exactly (env
-states, keys, train state) is in `RunnerState`, which is what gets checkpointed.
+The host acts only between chunks. Everything a run needs to continue exactly (env
+states, keys, replay, train state) is in `RunnerState`: its `train` part is the
+checkpoint's shared `train` item, the rest its `runtime` item.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 from typing import NamedTuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
-from podracer.agents import Checkpointer
-from podracer.agents import MetricWriter
-from podracer.agents import Progress
-from podracer.agents import RunDir
-from podracer.agents import abstract_like
-from podracer.agents import initialize_distributed
+from podracer.agents import learner_updates
 from podracer.agents import make_agent
+from podracer.agents.runs import Run
+from podracer.agents.runs import RunResult
+from podracer.agents.runs import abstract_like
+from podracer.agents.runs import block
+from podracer.agents.validation import ConfigError
 from podracer.anakin.config import AnakinConfig
+from podracer.anakin.runtime import ChunkMetrics
 from podracer.anakin.runtime import RunnerState
+from podracer.anakin.runtime import check_memory
 from podracer.anakin.runtime import make_chunk
 from podracer.anakin.runtime import make_evaluate
 from podracer.anakin.runtime import make_init
 from podracer.anakin.runtime import make_mesh
 from podracer.anakin.runtime import state_shardings
-from podracer.envs import make as make_env
 
 
-class TrainResult(NamedTuple):
-    state: RunnerState  # final state (params in state.train.params)
-    history: list[dict[str, float]]  # one entry per chunk, as written to metrics.jsonl
-    env_steps: int
-    sps: float  # training frames per second after the first (compiling) chunk
-    compile_seconds: float  # wall time of the first chunk beyond a steady-state chunk
+class Program(NamedTuple):
+    """A run's compiled functions and the abstract state they carry."""
+
+    init: Any  # key -> RunnerState
+    chunk: Any  # RunnerState -> (RunnerState, ChunkMetrics)
+    evaluate: Any  # (params, key) -> mean greedy return, or None
+    abstract: RunnerState  # ShapeDtypeStructs with their shardings
 
 
-def _metadata(config: AnakinConfig, spec, env_steps: int, chunk: int) -> dict[str, Any]:
-    from podracer.agents import to_jsonable
+def make_env(config: AnakinConfig):
+    from podracer.envs import make
 
-    return {
-        "runtime": "anakin",
-        "agent": config.agent,
-        "config": to_jsonable(config),
-        "env_spec": spec.to_json(),
-        "env_steps": env_steps,
-        "chunk": chunk,
-    }
+    try:
+        return make(config.env)
+    except (ValueError, ImportError) as e:
+        raise ConfigError(f"AnakinConfig.env: {e}") from None
 
 
-def train(config: AnakinConfig) -> TrainResult:
-    """Runs Anakin to `config.total_env_steps`; resumes when `config.resume`.
+def build(config: AnakinConfig, env) -> tuple[Any, Program]:
+    """The agent and the compiled programs; every check runs here, before compiling."""
+    num_devices = config.check_devices(len(jax.devices()))
+    total_updates = learner_updates(
+        config.agent_config, config.num_chunks * config.updates_per_chunk
+    )
+    agent = make_agent(config.agent, env.spec, config.agent_config, total_updates=total_updates)
+    mesh, seeds = make_mesh(num_devices), config.num_seeds
+    init = make_init(agent, env, config.num_envs, mesh, config.rollout_length, seeds)
+    abstract = jax.eval_shape(init, seed_keys(config.seed, seeds))
+    check_memory(abstract, config.num_envs, config.rollout_length, mesh)
+    evaluate = None
+    if config.eval_interval:
+        evaluate = make_evaluate(
+            agent, env, config.eval_episodes, config.eval_max_steps, mesh, seeds
+        )
+    chunk = make_chunk(agent, env, config.rollout_length, config.updates_per_chunk, mesh, seeds)
+    shardings = state_shardings(mesh, abstract, seeds)
+    return agent, Program(init, chunk, evaluate, abstract_like(abstract, shardings))
+
+
+def seed_keys(seed: int, num_seeds: int, offset: int = 0) -> jax.Array:
+    """The run's key (one seed), or one key per seed `[S, 2]`: seed k's is seed+k's own."""
+    if num_seeds == 1:
+        return jax.random.PRNGKey(seed + offset)
+    return jnp.stack([jax.random.PRNGKey(seed + k + offset) for k in range(num_seeds)])
+
+
+def greedy_returns(program: Program, config: AnakinConfig, params: Any, step: int) -> list[float]:
+    """The mean greedy return of each seed; seed k evaluates with seed+k's own keys."""
+    keys = seed_keys(config.seed, config.num_seeds, offset=1)
+    if config.num_seeds == 1:
+        keys = jax.random.fold_in(keys, step)
+    else:
+        keys = jax.vmap(jax.random.fold_in, (0, None))(keys, step)
+    return np.reshape(jax.device_get(program.evaluate(params, keys)), -1).tolist()
+
+
+class _Rows:
+    """Sums chunk metrics (host values, `[S]` per seed) until the next logged row."""
+
+    def __init__(self, num_seeds: int) -> None:
+        self._num_seeds = num_seeds
+        self._sums, self._losses = np.zeros((3, num_seeds)), {}
+        self._chunks, self._seconds = 0, 0.0
+
+    def add(self, metrics: ChunkMetrics, seconds: float) -> None:
+        sums = [metrics.episode_return_sum, metrics.episode_length_sum, metrics.episode_count]
+        self._sums += np.reshape(sums, (3, self._num_seeds))
+        for k, v in metrics.losses.items():
+            self._losses[k] = self._losses.get(k, 0.0) + np.reshape(v, self._num_seeds)
+        self._chunks += 1
+        self._seconds += seconds
+
+    def take(self) -> list[dict[str, float]]:
+        """One row per seed."""
+        chunks = max(self._chunks, 1)
+        rows = []
+        for k, (returns, lengths, count) in enumerate(self._sums.T.tolist()):
+            rows.append({
+                "charts/episodic_return": returns / count if count else math.nan,
+                "charts/episodic_length": lengths / count if count else math.nan,
+                "charts/episodes": count,
+                "timing/chunk": self._seconds / chunks,
+                **{name: float(v[k]) / chunks for name, v in self._losses.items()},
+            })  # fmt: skip
+        self.__init__(self._num_seeds)
+        return rows
+
+
+def train(config: AnakinConfig) -> RunResult:
+    """Runs Anakin to `config.total_env_steps`; continues the run with `config.resume`.
 
     With `config.cluster.distributed`, joins the multi-process run first: the mesh then
     spans every process's devices and gradients are averaged across hosts.
     """
-    start = time.perf_counter()  # for timing/elapsed: wall time of this call, compile included
-    env = make_env(config.env)  # validates the name before JAX starts
-    initialize_distributed(config.cluster)
-    num_devices = config.check_devices(len(jax.devices()))
-    total_updates = config.num_chunks * config.updates_per_chunk
-    replay = getattr(config.agent_config, "replay", None)
-    if replay is not None and replay.enabled:  # learner updates, not actor rollouts
-        total_updates *= replay.updates_per_rollout
-    agent = make_agent(config.agent, env.spec, config.agent_config, total_updates=total_updates)
-
-    mesh = make_mesh(num_devices)
-    init = make_init(agent, env, config.num_envs, mesh, config.rollout_length)
-    chunk_fn = make_chunk(agent, env, config.rollout_length, config.updates_per_chunk, mesh)
-    evaluate = (
-        make_evaluate(agent, env, config.eval_envs, config.eval_max_steps, mesh)
-        if config.eval_every_chunks
-        else None
-    )
-
-    run_dir = RunDir(config.runs_root, config.run_name) if config.run_name else None
-    is_writer = jax.process_index() == 0
-    checkpointer = Checkpointer(run_dir.checkpoints, config.keep_checkpoints) if run_dir else None
-
-    key = jax.random.PRNGKey(config.seed)
-    start_chunk, env_steps = 0, 0
-    if config.resume and checkpointer is not None and checkpointer.latest_step() is not None:
-        abstract = jax.eval_shape(init, key)
-        target = abstract_like(abstract, state_shardings(mesh, abstract))
-        state, meta = checkpointer.restore(target)
-        if not env.spec.compatible_with(type(env.spec).from_json(meta["env_spec"])):
-            raise ValueError(f"checkpoint env spec {meta['env_spec']} does not match {env.spec}")
-        start_chunk, env_steps = int(meta["chunk"]), int(meta["env_steps"])
-    else:
-        state = init(key)
-    writer = MetricWriter(
-        run_dir if is_writer else None,
-        config.tensorboard,
-        truncate_after=env_steps if config.resume else None,
-    )
-    if run_dir is not None and is_writer:
-        run_dir.write_config(config)
-
-    progress = Progress(
-        config.num_chunks * config.steps_per_chunk, enabled=config.progress and is_writer
-    )
-    history: list[dict[str, float]] = []
-    steady_seconds, steady_chunks, first_seconds = 0.0, 0, None
-    recent_return = math.nan
-    try:
-        for chunk in range(start_chunk, config.num_chunks):
-            t0 = time.perf_counter()
-            state, metrics = chunk_fn(state)
-            metrics = jax.device_get(metrics)
-            seconds = time.perf_counter() - t0
-            if first_seconds is None:
-                first_seconds = seconds
-            else:
-                steady_seconds += seconds
-                steady_chunks += 1
-            env_steps += config.steps_per_chunk
-            count = float(metrics.episode_count)
-            if count > 0:
-                recent_return = float(metrics.episode_return_sum) / count
-            row = {
-                "charts/episodic_return": recent_return,
-                "charts/episodic_length": float(metrics.episode_length_sum) / count
-                if count
-                else math.nan,
-                "charts/episodes": count,
-                "charts/SPS": config.steps_per_chunk / seconds,
-                "timing/chunk": seconds,
-                **{k: float(v) for k, v in metrics.losses.items()},
-            }
-            if evaluate is not None and (chunk + 1) % config.eval_every_chunks == 0:
-                eval_key = jax.random.fold_in(jax.random.PRNGKey(config.seed + 1), chunk)
-                row["eval/episodic_return"] = float(evaluate(state.train.params, eval_key))
-            row["timing/elapsed"] = time.perf_counter() - start
-            writer.write(env_steps, row)
-            history.append({"env_steps": env_steps, **row})
-            progress.update(env_steps, row["charts/SPS"], recent_return)
-            out_of_time = 0 < config.max_wall_seconds <= row["timing/elapsed"]
-            last = chunk + 1 == config.num_chunks or out_of_time
-            every = config.checkpoint_every_chunks
-            if checkpointer is not None and (last or (every and (chunk + 1) % every == 0)):
-                checkpointer.save(
-                    chunk + 1, state, _metadata(config, env.spec, env_steps, chunk + 1)
-                )
-            if out_of_time:
-                break
-    finally:
-        progress.close()
-        writer.close()
-        if checkpointer is not None:
-            checkpointer.close()
-
-    sps = steady_chunks * config.steps_per_chunk / steady_seconds if steady_chunks else math.nan
-    if steady_chunks == 0 and first_seconds:
-        sps = config.steps_per_chunk / first_seconds
-    compile_seconds = (first_seconds or 0.0) - (
-        steady_seconds / steady_chunks if steady_chunks else 0.0
-    )
-    return TrainResult(state, history, env_steps, float(sps), float(compile_seconds))
-
-
-def final_return(result: TrainResult, last: int = 3) -> float:
-    """Mean training return over the last `last` chunks that saw an episode end."""
-    returns = [
-        h["charts/episodic_return"]
-        for h in result.history
-        if not math.isnan(h["charts/episodic_return"])
-    ]
-    return float(np.mean(returns[-last:])) if returns else math.nan
+    with Run.open(config, "anakin") as run:
+        env = make_env(config)
+        agent, program = build(config, env)
+        runtime_target = program.abstract._replace(train=None)
+        restored = run.restore(env.spec, program.abstract.train, runtime_target)
+        if restored is None:
+            state = program.init(seed_keys(config.seed, config.num_seeds))
+            state = state._replace(train=run.warm_start(env.spec, state.train))
+        else:
+            state = restored.runtime._replace(train=restored.train)
+        run.begin(env.spec, f"compiling a chunk of {config.updates_per_chunk} updates ...")
+        rows = _Rows(config.num_seeds)
+        while run.running():
+            state, metrics = program.chunk(state)
+            rows.add(jax.device_get(block(metrics)), run.step_seconds())
+            run.advance(config.steps_per_chunk)
+            evaluate = program.evaluate is not None and run.due("eval")
+            if evaluate or run.due("log"):
+                row = rows.take()
+                if evaluate:
+                    returns = greedy_returns(program, config, state.train.params, run.step)
+                    for r, value in zip(row, returns, strict=True):
+                        r["eval/episodic_return"] = value
+                run.log(row if config.num_seeds > 1 else row[0])
+            run.maybe_record(agent, state.train.params)
+            run.maybe_save(env.spec, state.train, state._replace(train=None))
+        return run.finish(state)

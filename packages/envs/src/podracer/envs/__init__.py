@@ -1,35 +1,79 @@
 """podracer.envs: typed environment interfaces and adapters for Anakin and Sebulba.
 
-Pure-JAX environments (`JaxEnv`, for Anakin): `make("catch")`, `make("gymnax:CartPole-v1")`.
-Host environments (`HostEnv`, for Sebulba): `make_host("envpool:Pong-v5", num_envs=64)`,
-or any JaxEnv through `as_host_env` / `make_host("catch", num_envs=8)`.
-gymnax and envpool are optional extras, imported only when one of their envs is made.
+Pure-JAX environments (`JaxEnv`, for Anakin): `make("catch")`, `make("gymnax:CartPole-v1")`,
+`make("brax:ant")`. Host environments (`HostEnv`, for Sebulba):
+`make_host("envpool:Pong-v5", num_envs=64)`, `make_host("envpool:HalfCheetah-v4", 8)`, or
+any JaxEnv through `as_host_env` / `make_host("catch", num_envs=8)`. Action spaces are
+discrete or continuous boxes (`EnvSpec`); `render` draws frames for videos.
+
+Names load lazily (scientific-python SPEC 1): `import podracer.envs` imports no JAX; a
+name's module is imported on first use. gymnax, envpool and brax are optional extras,
+imported only when one of their envs is made.
 """
 
-from podracer.envs.catch import Catch
-from podracer.envs.catch import CatchState
-from podracer.envs.envpool_env import AtariOptions
-from podracer.envs.envpool_env import EnvpoolEnv
-from podracer.envs.envpool_env import EnvpoolXla
-from podracer.envs.envpool_env import EpisodeTracker
-from podracer.envs.envpool_env import envpool_timestep
-from podracer.envs.envpool_env import envpool_timestep_by_id
-from podracer.envs.envpool_env import init_episode_tracker
-from podracer.envs.envpool_env import make_envpool
-from podracer.envs.gymnax_env import GymnaxEnv
-from podracer.envs.gymnax_env import GymnaxState
-from podracer.envs.gymnax_env import make_gymnax
-from podracer.envs.host import JaxHostEnv
-from podracer.envs.host import as_host_env
-from podracer.envs.registry import list_envs
-from podracer.envs.registry import make
-from podracer.envs.registry import make_host
-from podracer.envs.stats import EpisodeStats
-from podracer.envs.stats import init_episode_stats
-from podracer.envs.stats import update_episode_stats
-from podracer.envs.types import EnvSpec
-from podracer.envs.types import HostEnv
-from podracer.envs.types import JaxEnv
-from podracer.envs.types import TimeStep
+import lazy_loader
 
-__version__ = "0.1.0"
+# Each module and the public names it defines, one per line; a name's module is
+# imported on first use (scientific-python's SPEC 1 lazy loading).
+_NAMES = {
+    "envpool_env": [
+        "AtariOptions",
+        "EnvpoolEnv",
+        "EnvpoolXla",
+        "EpisodeTracker",
+        "envpool_timestep",
+        "envpool_timestep_by_id",
+        "init_episode_tracker",
+        "make_envpool",
+    ],
+    "brax_env": [
+        "BRAX_ENVS",
+        "BraxEnv",
+        "BraxState",
+        "make_brax",
+    ],
+    "catch": [
+        "Catch",
+        "CatchState",
+    ],
+    "types": [
+        "EnvSpec",
+        "HostEnv",
+        "JaxEnv",
+        "TimeStep",
+    ],
+    "stats": [
+        "EpisodeStats",
+        "init_episode_stats",
+        "update_episode_stats",
+    ],
+    "families": [
+        "FAMILIES",
+        "env_family",
+    ],
+    "gymnax_env": [
+        "GymnaxEnv",
+        "GymnaxState",
+        "make_gymnax",
+    ],
+    "host": [
+        "JaxHostEnv",
+        "as_host_env",
+    ],
+    "actions": [
+        "action_space_fields",
+        "clip_action",
+    ],
+    "registry": [
+        "is_jax_env",
+        "list_envs",
+        "make",
+        "make_host",
+    ],
+    "rendering": [
+        "render",
+    ],
+}
+
+__getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs=_NAMES)
+__version__ = "0.2.0"

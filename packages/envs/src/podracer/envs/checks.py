@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
+
+from podracer.envs.types import EnvSpec
 
 
 def check_sizes(num_envs: int, batch_size: int | None) -> int:
@@ -18,8 +22,17 @@ def check_sizes(num_envs: int, batch_size: int | None) -> int:
     return int(batch_size)
 
 
-def check_actions(actions, size: int, num_actions: int) -> np.ndarray:
-    """Returns `actions` as int32 `[size]` or raises ValueError naming the allowed values."""
+def check_actions(actions, size: int, spec: EnvSpec | int) -> np.ndarray:
+    """Validates one action per env against the action space of `spec`; returns them.
+
+    Discrete (`spec.num_actions`, or an int): int32 `[size]` in `0..num_actions-1`, else
+    ValueError naming the allowed values. Continuous: real numbers `[size, *action_shape]`,
+    finite, returned as float32 clipped to the box (out-of-bounds values are clipped, as
+    every continuous adapter does; NaN or inf raise).
+    """
+    if isinstance(spec, EnvSpec) and spec.is_continuous:
+        return _check_box_actions(actions, size, spec)
+    num_actions = spec.num_actions if isinstance(spec, EnvSpec) else spec
     a = np.asarray(actions)
     if a.shape != (size,):
         raise ValueError(f"actions must have shape ({size},), got {a.shape}")
@@ -36,6 +49,27 @@ def check_actions(actions, size: int, num_actions: int) -> np.ndarray:
             f"got values in {a.min()}..{a.max()}"
         )
     return a.astype(np.int32, copy=False)
+
+
+def _check_box_actions(actions, size: int, spec: EnvSpec) -> np.ndarray:
+    a = np.asarray(actions)
+    shape = (size, *spec.action_shape)
+    if a.shape != shape:
+        raise ValueError(f"actions must have shape {shape}, got {a.shape}")
+    if a.dtype.kind not in "fiu":
+        raise ValueError(f"actions must be real numbers (float32), got dtype {a.dtype}")
+    a = a.astype(np.float32, copy=False)
+    if not np.isfinite(a).all():
+        raise ValueError(f"actions must be finite, got {np.count_nonzero(~np.isfinite(a))} NaN/inf")
+    low, high = _bounds(spec)
+    return np.clip(a, low, high)
+
+
+@functools.cache
+def _bounds(spec: EnvSpec) -> tuple[np.ndarray, np.ndarray]:
+    """float32 `[1, *action_shape]` bounds, broadcastable against `[size, *action_shape]`."""
+    low, high = spec.action_bounds()
+    return low[None], high[None]
 
 
 def check_env_ids(env_ids, size: int | None, num_envs: int) -> np.ndarray:

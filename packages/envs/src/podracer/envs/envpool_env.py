@@ -11,6 +11,15 @@ The terminal observation is the one returned with `terminated | truncated`, so
 `final_observation` is `observation`. Episode statistics are computed from unclipped
 rewards (Atari's `info["reward"]`) over whole games (with `episodic_life`, a lost life is
 `terminated` for learning but the episode ends at game over, `info["terminated"]`).
+
+Continuous tasks (MuJoCo `HalfCheetah-v4`, `Hopper-v4`, ..., classic `Pendulum-v1`) take
+float32 actions `[B, *action_shape]`, clipped to the box on the host (envpool's MuJoCo
+tasks do not clip: their control cost would see the raw action). MuJoCo tasks compute in
+float64; the adapter casts their observations to float32 (`spec.observation_dtype`).
+Their XLA interface exchanges float64 arrays, which JAX holds only with `jax_enable_x64`
+on: without it envpool would write float64 data into float32 buffers, so `xla()` refuses
+those tasks (use `recv`/`send` on the host); with it, `xla()` casts observations to
+float32 and clipped float32 actions to the task's dtype inside jit.
 """
 
 from __future__ import annotations
@@ -23,6 +32,8 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
+from podracer.envs.actions import action_space_fields
+from podracer.envs.actions import clip_action
 from podracer.envs.checks import check_actions
 from podracer.envs.checks import check_env_ids
 from podracer.envs.checks import check_sizes
@@ -151,6 +162,12 @@ def envpool_timestep_by_id(
     )
 
 
+def _wide_fields(task_spec: Any) -> list[str]:
+    """Names of the arrays envpool's XLA functions exchange with 64-bit dtypes."""
+    arrays = {**task_spec.state_array_spec, **task_spec.action_array_spec}
+    return sorted(k for k, a in arrays.items() if np.dtype(a.dtype).itemsize > 4)
+
+
 _INT32 = np.dtype(np.int32)
 _UINT32 = np.dtype(np.uint32)
 # 0-d arrays: faster than Python scalars in np.where and comparisons (no conversion).
@@ -181,6 +198,9 @@ class EnvpoolEnv:
         self._return = np.zeros(num_envs, np.float32)  # [num_envs] running unclipped return
         self._prev_done = np.ones(num_envs, np.bool_)  # [num_envs] episodic life only
         self._last_ids = None  # the env ids the last recv() returned
+        # MuJoCo's float64 observations become float32 (the spec's dtype); others pass as is.
+        obs_dtype = np.dtype(spec.observation_dtype)
+        self._cast = None if np.dtype(pool.observation_space.dtype) == obs_dtype else obs_dtype
 
     @property
     def pool(self) -> Any:
@@ -196,6 +216,8 @@ class EnvpoolEnv:
             )
 
     def _check(self, actions: Any, shape: tuple[int, ...]) -> np.ndarray:
+        if self.spec.is_continuous:
+            return check_actions(actions, shape[0], self.spec)
         a = actions
         # Fast path (int32 numpy actions): negative values view as huge unsigned ones.
         if (
@@ -206,7 +228,7 @@ class EnvpoolEnv:
             and a.view(_UINT32).max() < self.spec.num_actions
         ):
             return a
-        return check_actions(a, shape[0], self.spec.num_actions)
+        return check_actions(a, shape[0], self.spec)
 
     def _reset_tracking(self, prev_done: bool) -> None:
         # New arrays: the caller may hold the old ones.
@@ -216,6 +238,8 @@ class EnvpoolEnv:
     def reset(self) -> TimeStep:
         self._require_sync("reset")
         obs, _ = self._pool.reset()
+        if self._cast is not None:
+            obs = obs.astype(self._cast)
         self._reset_tracking(prev_done=False)
         n = self.num_envs
         false = np.zeros(n, np.bool_)
@@ -236,6 +260,8 @@ class EnvpoolEnv:
             self._require_sync("step")
         actions = self._check(actions, self._shape)
         obs, reward, terminated, truncated, info = self._pool.step(actions)
+        if self._cast is not None:
+            obs = obs.astype(self._cast)
         # Sync mode returns every env in env_id order: whole-array updates, no gathers.
         done = terminated | truncated
         if self._episodic_life:
@@ -271,6 +297,8 @@ class EnvpoolEnv:
 
     def recv(self) -> tuple[TimeStep, np.ndarray]:
         obs, reward, terminated, truncated, info = self._pool.recv()
+        if self._cast is not None:
+            obs = obs.astype(self._cast)
         ids = self._last_ids = info["env_id"]
         done = terminated | truncated
         if self._episodic_life:
@@ -287,15 +315,68 @@ class EnvpoolEnv:
             episode_return, info["elapsed_step"], end,
         ), ids  # fmt: skip
 
+    @property
+    def xla_supported(self) -> bool:
+        """Whether `xla()` works: False for tasks exchanging 64-bit arrays (MuJoCo's float64)
+        while `jax_enable_x64` is off; use the host `recv`/`send` loop then."""
+        import jax
+
+        return jax.config.jax_enable_x64 or not _wide_fields(self._pool.spec)
+
     def xla(self) -> EnvpoolXla:
         """envpool's XLA interface, to run `recv -> policy -> send` inside one jit.
 
         Convert its outputs with `envpool_timestep`. Call `async_reset()` first.
+        Discrete tasks get envpool's functions as they are. Continuous ones get `send`
+        (and `step`) taking float32 actions `[n, *action_shape]`, clipped to the box, and
+        `recv` giving observations of `spec.observation_dtype`. Tasks that exchange
+        64-bit arrays (MuJoCo) raise RuntimeError unless `jax_enable_x64` is on.
         """
-        return EnvpoolXla(*self._pool.xla())
+        wide = _wide_fields(self._pool.spec)
+        if not self.xla_supported:
+            raise RuntimeError(
+                f"{self.spec.name}'s XLA interface exchanges 64-bit arrays ({', '.join(wide)}), "
+                "which JAX cannot hold with jax_enable_x64 off: step it with recv()/send() "
+                "on the host, or enable x64 (JAX_ENABLE_X64=1)"
+            )
+        raw = EnvpoolXla(*self._pool.xla())
+        if self.spec.is_discrete and self._cast is None:
+            return raw
+        spec, obs_dtype = self.spec, jnp.dtype(self.spec.observation_dtype)
+        action_dtype = self._pool.spec.action_array_spec["action"].dtype
+
+        def convert(out):
+            obs, reward, terminated, truncated, info = out
+            return obs.astype(obs_dtype), reward, terminated, truncated, info
+
+        def action(actions):
+            return actions if spec.is_discrete else clip_action(spec, actions).astype(action_dtype)
+
+        def recv(handle):
+            handle, out = raw.recv(handle)
+            return handle, convert(out)
+
+        def send(handle, actions, env_ids):
+            return raw.send(handle, action(actions), env_ids)
+
+        def step(handle, actions, env_ids):
+            handle, out = raw.step(handle, action(actions), env_ids)
+            return handle, convert(out)
+
+        return EnvpoolXla(raw.handle, recv, send, step)
 
     def close(self) -> None:
         self._pool.close()
+
+
+def check_observation_space(name: str, space: Any) -> None:
+    """Raises ValueError (one line) unless `space` holds one array (not a Dict/Tuple)."""
+    shape = getattr(space, "shape", None)
+    if shape is None or getattr(space, "dtype", None) is None:
+        raise ValueError(
+            f"{name} has {type(space).__name__} observations; podracer.envs supports "
+            "single-array observations only"
+        )
 
 
 def make_envpool(
@@ -350,23 +431,21 @@ def make_envpool(
         unknown = sorted(set(kwargs) - set(allowed))
         if unknown:
             raise ValueError(f"envpool task {task!r} has no options {unknown}; allowed: {allowed}")
-        action_space = task_spec.action_space
-        if not hasattr(action_space, "n"):
-            raise ValueError(
-                f"envpool:{task} has a non-discrete action space ({action_space}); "
-                "podracer.envs supports discrete-action environments only"
-            )
+        action_fields = action_space_fields(f"envpool:{task}", task_spec.action_space)
+        check_observation_space(f"envpool:{task}", task_spec.observation_space)
         pool = envpool.make(
             task, env_type="gymnasium", num_envs=num_envs, batch_size=batch_size,
             seed=int(seed), **kwargs,
         )  # fmt: skip
         observation_space = pool.observation_space  # built (and warned about) lazily
     config = pool.config
+    obs_dtype = np.dtype(observation_space.dtype)
     spec = EnvSpec(
         name=f"envpool:{task}",
         observation_shape=tuple(observation_space.shape),
-        observation_dtype=np.dtype(observation_space.dtype).name,
-        num_actions=int(pool.action_space.n),
+        # JAX keeps 32 bits by default: float64 (MuJoCo) observations are cast to float32.
+        observation_dtype="float32" if obs_dtype == np.float64 else obs_dtype.name,
         max_episode_steps=int(config["max_episode_steps"]),
+        **action_fields,
     )
     return EnvpoolEnv(pool, spec, num_envs, batch_size, bool(config.get("episodic_life", False)))

@@ -1,10 +1,18 @@
-"""Any discrete-action gymnax environment as a `JaxEnv` (gymnax >= 1.0 step contract).
+"""Any gymnax environment as a `JaxEnv` (gymnax >= 1.0 step contract).
 
 gymnax 1.0 `step(key, state, action, params)` returns `(obs, state, reward, terminated,
 truncated, info)`, auto-resets within the step, and puts the last observation of an ended
 episode in `info["final_observation"]`. This adapter keeps those semantics, casts
 observations to float32 (MinAtar, FrozenLake, ... emit bool or int), and carries the
 running episode return and length in its state.
+
+Action spaces: `Discrete` envs take an int action; `Box` envs (Pendulum-v1,
+MountainCarContinuous-v0, PointRobot-misc, Reacher-misc, Swimmer-misc) get a continuous
+`EnvSpec` and a float32 `[*action_shape]` action, which the adapter clips to the box
+before gymnax sees it. gymnax itself is not consistent out of bounds: Pendulum clips the
+torque; MountainCarContinuous clips the force but charges `0.1 * action**2` on the
+unclipped action; Reacher and Swimmer do not clip at all. Clipping here gives every
+continuous env the same contract: what the env receives is inside its bounds.
 """
 
 from __future__ import annotations
@@ -16,6 +24,8 @@ from typing import NamedTuple
 import chex
 import jax.numpy as jnp
 
+from podracer.envs.actions import action_space_fields
+from podracer.envs.actions import clip_action
 from podracer.envs.stats import EpisodeStats
 from podracer.envs.stats import init_episode_stats
 from podracer.envs.stats import update_episode_stats
@@ -45,6 +55,8 @@ class GymnaxEnv:
     def step(
         self, state: GymnaxState, action: chex.Array, key: chex.PRNGKey
     ) -> tuple[GymnaxState, TimeStep]:
+        if self.spec.is_continuous:
+            action = clip_action(self.spec, action)
         obs, env_state, reward, terminated, truncated, info = self.env.step(
             key, state.env_state, action, self.params
         )
@@ -97,18 +109,12 @@ def make_gymnax(
             )
         params = params.replace(**param_overrides)
 
-    action_space = env.action_space(params)
-    if type(action_space).__name__ != "Discrete":
-        raise ValueError(
-            f"gymnax:{name} has a continuous action space ({action_space!r}); "
-            "podracer.envs supports discrete-action environments only"
-        )
     max_steps = getattr(params, "max_steps_in_episode", None)
     spec = EnvSpec(
         name=f"gymnax:{name}",
         observation_shape=tuple(env.observation_space(params).shape),
         observation_dtype="float32",
-        num_actions=int(action_space.n),
         max_episode_steps=None if max_steps is None else int(max_steps),
+        **action_space_fields(f"gymnax:{name}", env.action_space(params)),
     )
     return GymnaxEnv(spec, env, params)

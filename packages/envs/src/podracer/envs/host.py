@@ -65,7 +65,7 @@ class JaxHostEnv:
     def step(self, actions: np.ndarray) -> TimeStep:
         if self._state is None:
             raise RuntimeError("call reset() (or async_reset()) before step()")
-        actions = check_actions(actions, self.num_envs, self.spec.num_actions)
+        actions = check_actions(actions, self.num_envs, self.spec)
         self._state, self._key, ts = self._step_all(self._state, actions, self._key)
         return jax.device_get(ts)
 
@@ -83,7 +83,7 @@ class JaxHostEnv:
                 f"env_ids must be distinct ids returned by recv() and not sent since, "
                 f"awaiting: {np.flatnonzero(self._awaiting).tolist()}, got {env_ids.tolist()}"
             )
-        actions = check_actions(actions, env_ids.shape[0], self.spec.num_actions)
+        actions = check_actions(actions, env_ids.shape[0], self.spec)
         self._state, self._key, ts = self._step_ids(self._state, actions, env_ids, self._key)
         jax.tree.map(lambda b, v: b.__setitem__(env_ids, v), self._results, jax.device_get(ts))
         self._awaiting[env_ids] = False

@@ -1,44 +1,42 @@
-"""podracer.search: MuZero model interface, search policies on mctx, value transforms."""
+"""podracer.search: MuZero model interface, search policies on mctx, value transforms.
 
-# One public name per line, as mctx and rlax do (hence no isort merging here).
-# ruff: noqa: I001
+Names are imported on first use (lazy loading as in scientific-python's SPEC 1), so the
+configs (`SearchConfig`, `DiscreteSupport`) import without JAX: command lines read them
+before anything compiles.
+"""
 
-from podracer.search.model import DynamicsFn
-from podracer.search.model import DynamicsOutput
-from podracer.search.model import Latent
-from podracer.search.model import make_recurrent_fn
-from podracer.search.model import make_root
-from podracer.search.model import MuZeroModel
-from podracer.search.model import Params
-from podracer.search.model import PredictionFn
-from podracer.search.model import PredictionOutput
-from podracer.search.model import RepresentationFn
-from podracer.search.policies import run_policy
-from podracer.search.policies import search
-from podracer.search.policies import SearchConfig
-from podracer.search.policies import SearchOutput
-from podracer.search.transforms import DiscreteSupport
-from podracer.search.transforms import signed_hyperbolic
-from podracer.search.transforms import signed_parabolic
+import lazy_loader
 
-__version__ = "0.1.0"
+# Each module and the public names it defines, one per line; a name's module is
+# imported on first use (scientific-python's SPEC 1 lazy loading).
+_NAMES = {
+    "config": [
+        "DiscreteSupport",
+        "SearchConfig",
+    ],
+    "model": [
+        "DynamicsFn",
+        "DynamicsOutput",
+        "Latent",
+        "MuZeroModel",
+        "Params",
+        "PredictionFn",
+        "PredictionOutput",
+        "RepresentationFn",
+        "make_recurrent_fn",
+        "make_root",
+    ],
+    "policies": [
+        "SearchOutput",
+        "qtransform_fn",
+        "run_policy",
+        "search",
+    ],
+    "transforms": [
+        "signed_hyperbolic",
+        "signed_parabolic",
+    ],
+}
 
-__all__ = (
-    "DiscreteSupport",
-    "DynamicsFn",
-    "DynamicsOutput",
-    "Latent",
-    "MuZeroModel",
-    "Params",
-    "PredictionFn",
-    "PredictionOutput",
-    "RepresentationFn",
-    "SearchConfig",
-    "SearchOutput",
-    "make_recurrent_fn",
-    "make_root",
-    "run_policy",
-    "search",
-    "signed_hyperbolic",
-    "signed_parabolic",
-)
+__getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs=_NAMES)
+__version__ = "0.2.0"

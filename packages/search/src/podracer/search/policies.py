@@ -16,10 +16,8 @@ a real probability); where mctx's sample is visited and valid, both agree bit fo
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable
-from typing import Literal
 from typing import NamedTuple
 
 import chex
@@ -27,128 +25,30 @@ import jax
 import jax.numpy as jnp
 import mctx
 
+from podracer.search.config import SearchConfig
 from podracer.search.model import MuZeroModel
 from podracer.search.model import Params
 from podracer.search.model import make_recurrent_fn
 from podracer.search.model import make_root
 
-PolicyName = Literal["gumbel", "muzero"]
-QTransformName = Literal["default", "mix_value", "parent_and_siblings", "min_max"]
-
 # mctx's QTransform (not exported by mctx): (unbatched tree, node index) -> q-values [A].
 QTransform = Callable[[mctx.Tree, chex.Numeric], chex.Array]
 
-_POLICIES = ("gumbel", "muzero")
-_QTRANSFORMS = ("default", "mix_value", "parent_and_siblings", "min_max")
-_DEFAULT_QTRANSFORM = {"gumbel": "mix_value", "muzero": "parent_and_siblings"}
 
-
-@dataclasses.dataclass(frozen=True)
-class SearchConfig:
-    """Static search settings; hashable, so jitted code can close over it.
-
-    Fields used by one policy only are ignored by the other (noted per field).
-    """
-
-    policy: PolicyName = "gumbel"
-    num_simulations: int = 32
-    max_depth: int | None = None  # None: as deep as num_simulations allows
-    # Gumbel MuZero only.
-    gumbel_scale: float = 1.0  # 0.0: deterministic search (e.g. evaluation)
-    max_num_considered_actions: int = 16
-    # MuZero (PUCT) only.
-    dirichlet_alpha: float = 0.3
-    dirichlet_fraction: float = 0.25  # 0.0: no root noise
-    temperature: float = 1.0  # acting ~ visits**(1/temperature); 0.0: most visited
-    pb_c_init: float = 1.25
-    pb_c_base: float = 19652.0
-    # Q-value normalisation: "default" is "mix_value" for gumbel and
-    # "parent_and_siblings" for muzero (mctx's defaults); "min_max" needs value_bounds.
-    qtransform: QTransformName = "default"
-    value_scale: float = 0.1  # mix_value only: scale of the completed Q-values
-    maxvisit_init: float = 50.0  # mix_value only: offset added to the max visit count
-    value_bounds: tuple[float, float] | None = None  # min_max only: (min_value, max_value)
-
-    def __post_init__(self) -> None:
-        def fail(field: str, allowed: str) -> None:
-            raise ValueError(
-                f"SearchConfig.{field} must be {allowed}, got {getattr(self, field)!r}"
-            )
-
-        def is_int(value: object) -> bool:
-            return isinstance(value, int) and not isinstance(value, bool)
-
-        def is_number(value: object) -> bool:
-            return isinstance(value, int | float) and not isinstance(value, bool)
-
-        if self.policy not in _POLICIES:
-            fail("policy", f"one of {_POLICIES}")
-        if not is_int(self.num_simulations) or self.num_simulations < 1:
-            fail("num_simulations", "an int >= 1")
-        if self.max_depth is not None and (not is_int(self.max_depth) or self.max_depth < 1):
-            fail("max_depth", "None or an int >= 1")
-        if not is_number(self.gumbel_scale) or self.gumbel_scale < 0:
-            fail("gumbel_scale", "a number >= 0")
-        if not is_int(self.max_num_considered_actions) or self.max_num_considered_actions < 1:
-            fail("max_num_considered_actions", "an int >= 1")
-        if not is_number(self.dirichlet_alpha) or self.dirichlet_alpha <= 0:
-            fail("dirichlet_alpha", "a number > 0")
-        if not is_number(self.dirichlet_fraction) or not 0 <= self.dirichlet_fraction <= 1:
-            fail("dirichlet_fraction", "a number in [0, 1]")
-        if not is_number(self.temperature) or self.temperature < 0:
-            fail("temperature", "a number >= 0")
-        if not is_number(self.pb_c_init) or self.pb_c_init < 0:
-            fail("pb_c_init", "a number >= 0")
-        if not is_number(self.pb_c_base) or self.pb_c_base <= 0:
-            fail("pb_c_base", "a number > 0")
-        if self.qtransform not in _QTRANSFORMS:
-            fail("qtransform", f"one of {_QTRANSFORMS}")
-        if not is_number(self.value_scale) or self.value_scale <= 0:
-            fail("value_scale", "a number > 0")
-        if not is_number(self.maxvisit_init) or self.maxvisit_init < 0:
-            fail("maxvisit_init", "a number >= 0")
-        bounds = self.value_bounds
-        if bounds is not None and not (
-            isinstance(bounds, tuple | list)
-            and len(bounds) == 2
-            and all(is_number(b) for b in bounds)
-            and bounds[0] < bounds[1]
-        ):
-            fail("value_bounds", "None or a pair (min_value, max_value) with min < max")
-        if self.resolved_qtransform == "min_max" and bounds is None:
-            fail("value_bounds", 'a pair (min_value, max_value) when qtransform="min_max"')
-        # mctx asserts float types for these (chex.assert_type); ints are accepted here.
-        for name in (
-            "gumbel_scale", "dirichlet_alpha", "dirichlet_fraction", "temperature",
-            "pb_c_init", "pb_c_base", "value_scale", "maxvisit_init",
-        ):  # fmt: skip
-            object.__setattr__(self, name, float(getattr(self, name)))
-        if bounds is not None:
-            object.__setattr__(self, "value_bounds", (float(bounds[0]), float(bounds[1])))
-
-    @property
-    def resolved_qtransform(self) -> str:
-        """The qtransform in use, with "default" resolved for the policy."""
-        if self.qtransform == "default":
-            return _DEFAULT_QTRANSFORM[self.policy]
-        return self.qtransform
-
-    def qtransform_fn(self) -> QTransform:
-        """The mctx qtransform function (`(tree, node_index) -> q[A]`) for this config."""
-        name = self.resolved_qtransform
-        if name == "mix_value":
-            return functools.partial(
-                mctx.qtransform_completed_by_mix_value,
-                value_scale=self.value_scale,
-                maxvisit_init=self.maxvisit_init,
-            )
-        if name == "parent_and_siblings":
-            return mctx.qtransform_by_parent_and_siblings
-        assert self.value_bounds is not None  # checked in __post_init__
-        min_value, max_value = self.value_bounds
+def qtransform_fn(config: SearchConfig) -> QTransform:
+    """The mctx qtransform function (`(tree, node_index) -> q[A]`) for `config`."""
+    name = config.resolved_qtransform
+    if name == "mix_value":
         return functools.partial(
-            mctx.qtransform_by_min_max, min_value=min_value, max_value=max_value
+            mctx.qtransform_completed_by_mix_value,
+            value_scale=config.value_scale,
+            maxvisit_init=config.maxvisit_init,
         )
+    if name == "parent_and_siblings":
+        return mctx.qtransform_by_parent_and_siblings
+    assert config.value_bounds is not None  # checked by SearchConfig
+    min_value, max_value = config.value_bounds
+    return functools.partial(mctx.qtransform_by_min_max, min_value=min_value, max_value=max_value)
 
 
 class SearchOutput(NamedTuple):
@@ -191,7 +91,7 @@ def run_policy(
         num_simulations=config.num_simulations,
         invalid_actions=invalid_actions,
         max_depth=config.max_depth,
-        qtransform=config.qtransform_fn(),
+        qtransform=qtransform_fn(config),
     )
     if config.policy == "gumbel":
         output = mctx.gumbel_muzero_policy(

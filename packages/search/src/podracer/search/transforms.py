@@ -8,18 +8,18 @@ the invertible transform of Pohlen et al. (2018):
     h^-1(y)   = sign(y) (((sqrt(1 + 4 eps (|y| + 1 + eps)) - 1) / (2 eps))^2 - 1)
 
 Both are written in forms that avoid cancellation near zero (the textbook forms lose
-about four digits there in float32 because of the division by `2 eps`).
+about four digits there in float32 because of the division by `2 eps`). `DiscreteSupport`
+(in `config`, importable without JAX) encodes and decodes through the functions below.
 """
 
 from __future__ import annotations
-
-import dataclasses
 
 import chex
 import jax
 import jax.numpy as jnp
 
-DEFAULT_EPS = 1e-3
+from podracer.search.config import DEFAULT_EPS
+from podracer.search.config import DiscreteSupport
 
 
 def signed_hyperbolic(x: chex.Array, eps: float = DEFAULT_EPS) -> chex.Array:
@@ -39,73 +39,43 @@ def signed_parabolic(y: chex.Array, eps: float = DEFAULT_EPS) -> chex.Array:
     return jnp.sign(y) * (z - 1.0) * (z + 1.0)
 
 
-@dataclasses.dataclass(frozen=True)
-class DiscreteSupport:
-    """A categorical support of `num_bins` evenly spaced atoms on `[min_value, max_value]`.
+def support_atoms(support: DiscreteSupport) -> chex.Array:
+    """The atoms `[num_bins]` (float32), in the (possibly squashed) space of the support.
 
-    Scalars are encoded "two-hot": the probability mass is split between the two atoms
-    that bracket the (clipped) scalar so that the expectation over the atoms gives the
-    scalar back. With `scaled=True` scalars are first squashed with `signed_hyperbolic`
-    (and decoded with `signed_parabolic`): `min_value`/`max_value` are then bounds in the
-    squashed space (MuZero: `DiscreteSupport(-300, 300, 601, scaled=True)`).
-
-    Hashable, so it can be closed over by jitted code or passed as a static argument.
+    Computed in Python double precision, then rounded once: whole-numbered supports
+    get exact atoms (`jnp.linspace` in float32 can be off by an ulp).
     """
+    span, last = support.max_value - support.min_value, support.num_bins - 1
+    values = [support.min_value + span * i / last for i in range(support.num_bins)]
+    return jnp.array(values, jnp.float32)
 
-    min_value: float
-    max_value: float
-    num_bins: int
-    scaled: bool = False  # squash with h before encoding, unsquash after decoding
-    eps: float = DEFAULT_EPS  # the eps of h, used only when scaled
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.num_bins, int) or self.num_bins < 2:
-            raise ValueError(f"DiscreteSupport.num_bins must be an int >= 2, got {self.num_bins!r}")
-        if not self.max_value > self.min_value:
-            raise ValueError(
-                "DiscreteSupport.max_value must be > min_value, got "
-                f"min_value={self.min_value!r}, max_value={self.max_value!r}"
-            )
-        if not self.eps > 0:
-            raise ValueError(f"DiscreteSupport.eps must be > 0, got {self.eps!r}")
-        object.__setattr__(self, "min_value", float(self.min_value))
-        object.__setattr__(self, "max_value", float(self.max_value))
+def scalar_to_probs(support: DiscreteSupport, x: chex.Array) -> chex.Array:
+    """Two-hot encodes scalars `[...]` into probabilities `[..., num_bins]`.
 
-    @property
-    def atoms(self) -> chex.Array:
-        """The atoms `[num_bins]` (float32), in the (possibly squashed) space of the support.
+    Scalars outside the support are clipped to its ends (all mass on one end atom).
+    """
+    x = jnp.asarray(x, jnp.float32)
+    if support.scaled:
+        x = signed_hyperbolic(x, support.eps)
+    step = (support.max_value - support.min_value) / (support.num_bins - 1)
+    position = (jnp.clip(x, support.min_value, support.max_value) - support.min_value) / step
+    lower = jnp.clip(jnp.floor(position), 0, support.num_bins - 2)
+    upper_weight = jnp.clip(position - lower, 0.0, 1.0)
+    lower = lower.astype(jnp.int32)
+    lower_probs = jax.nn.one_hot(lower, support.num_bins, dtype=x.dtype)
+    upper_probs = jax.nn.one_hot(lower + 1, support.num_bins, dtype=x.dtype)
+    return lower_probs * (1.0 - upper_weight)[..., None] + upper_probs * upper_weight[..., None]
 
-        Computed in Python double precision, then rounded once: whole-numbered supports
-        get exact atoms (`jnp.linspace` in float32 can be off by an ulp).
-        """
-        span, last = self.max_value - self.min_value, self.num_bins - 1
-        values = [self.min_value + span * i / last for i in range(self.num_bins)]
-        return jnp.array(values, jnp.float32)
 
-    def scalar_to_probs(self, x: chex.Array) -> chex.Array:
-        """Two-hot encodes scalars `[...]` into probabilities `[..., num_bins]`.
+def probs_to_scalar(support: DiscreteSupport, probs: chex.Array) -> chex.Array:
+    """Decodes probabilities `[..., num_bins]` into scalars `[...]` (the expectation)."""
+    chex.assert_axis_dimension(probs, -1, support.num_bins)
+    atoms = support_atoms(support).astype(probs.dtype).reshape((1,) * (probs.ndim - 1) + (-1,))
+    x = jnp.sum(probs * atoms, axis=-1)  # not a matmul: exact on TPU too
+    return signed_parabolic(x, support.eps) if support.scaled else x
 
-        Scalars outside the support are clipped to its ends (all mass on one end atom).
-        """
-        x = jnp.asarray(x, jnp.float32)
-        if self.scaled:
-            x = signed_hyperbolic(x, self.eps)
-        step = (self.max_value - self.min_value) / (self.num_bins - 1)
-        position = (jnp.clip(x, self.min_value, self.max_value) - self.min_value) / step
-        lower = jnp.clip(jnp.floor(position), 0, self.num_bins - 2)
-        upper_weight = jnp.clip(position - lower, 0.0, 1.0)
-        lower = lower.astype(jnp.int32)
-        lower_probs = jax.nn.one_hot(lower, self.num_bins, dtype=x.dtype)
-        upper_probs = jax.nn.one_hot(lower + 1, self.num_bins, dtype=x.dtype)
-        return lower_probs * (1.0 - upper_weight)[..., None] + upper_probs * upper_weight[..., None]
 
-    def probs_to_scalar(self, probs: chex.Array) -> chex.Array:
-        """Decodes probabilities `[..., num_bins]` into scalars `[...]` (the expectation)."""
-        chex.assert_axis_dimension(probs, -1, self.num_bins)
-        atoms = self.atoms.astype(probs.dtype).reshape((1,) * (probs.ndim - 1) + (-1,))
-        x = jnp.sum(probs * atoms, axis=-1)  # not a matmul: exact on TPU too
-        return signed_parabolic(x, self.eps) if self.scaled else x
-
-    def logits_to_scalar(self, logits: chex.Array) -> chex.Array:
-        """Decodes logits `[..., num_bins]` into scalars `[...]` (expectation of the softmax)."""
-        return self.probs_to_scalar(jax.nn.softmax(logits, axis=-1))
+def logits_to_scalar(support: DiscreteSupport, logits: chex.Array) -> chex.Array:
+    """Decodes logits `[..., num_bins]` into scalars `[...]` (expectation of the softmax)."""
+    return probs_to_scalar(support, jax.nn.softmax(logits, axis=-1))

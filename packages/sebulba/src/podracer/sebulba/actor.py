@@ -88,9 +88,7 @@ class Actor:
         # Actor and learner sharing one device (the single-CPU layout): params and an
         # on-device trajectory are already where they are needed, and skipping the
         # device_put saves its per-leaf dispatch (~0.3-0.8 ms a rollout on CartPole, 10%).
-        self._shared_device = (
-            jax.process_count() == 1 and learner_sharding.device_set == {device}
-        )
+        self._shared_device = jax.process_count() == 1 and learner_sharding.device_set == {device}
 
     @property
     def name(self) -> str:
@@ -146,7 +144,3 @@ class Actor:
             self._enter("queue put (waiting for the learner)")
             self._supervisor.put(self.queue, rollout, self.stage)
             timer.lap("queue_put")
-
-    def close(self) -> None:
-        for env in self.loop.lanes:
-            env.close()

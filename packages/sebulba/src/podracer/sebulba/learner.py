@@ -19,11 +19,15 @@ buffers live in the learner, not in checkpoints: a resumed run refills them.
 
 Trajectories are taken round-robin from the actors' queues (trajectory g from actor
 g mod N), the order cleanba and Stoix use; it also makes deterministic mode exact.
+
+`learn` is the learner's loop, run in the main thread under the run harness: collect,
+update, publish the params, log, evaluate, checkpoint.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from collections.abc import Sequence
 from typing import Any
 
@@ -40,9 +44,12 @@ from podracer.agents import init_local_replays
 from podracer.agents import init_train_state
 from podracer.agents import make_learn
 from podracer.agents import pmean_flat
+from podracer.agents.runs import Run
 from podracer.sebulba.actor import Actor
 from podracer.sebulba.actor import Rollout
 from podracer.sebulba.lifetime import Supervisor
+from podracer.sebulba.params import ParameterServer
+from podracer.sebulba.stats import MetricAccumulator
 
 AXIS = "learner"
 
@@ -136,7 +143,7 @@ class Learner:
         self.mesh = mesh  # every process's learner devices
         self._actors = tuple(actors)
         self._supervisor = supervisor
-        self._agent = agent
+        self.agent = agent
         self._update = make_update(agent, mesh)
         self._replay = None  # per-device buffers, made on the first update (agent.replay)
         # Both possible votes, placed once: nothing goes host-to-device for them per update.
@@ -158,7 +165,7 @@ class Learner:
         (host floats), its seconds and whether any process voted to stop."""
         start = time.perf_counter()
         trajectories = tuple(to_global(r.trajectory, self.mesh) for r in rollouts)
-        if self._replay is None and self._agent.replay is not None:
+        if self._replay is None and self.agent.replay is not None:
             self._replay = self._init_replay(trajectories[0])
         state, metrics, stopped, self._replay = self._update(
             state, trajectories, self._votes[bool(stop)], self._replay
@@ -170,7 +177,7 @@ class Learner:
     def _init_replay(self, trajectory: Any) -> Any:
         """Empty buffers, one per learner device, for sequences shaped like `trajectory`'s."""
         shapes = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), trajectory)
-        init = lambda: init_local_replays(self._agent, shapes, self.mesh.size)
+        init = lambda: init_local_replays(self.agent, shapes, self.mesh.size)
         return jax.jit(init, out_shardings=NamedSharding(self.mesh, P(AXIS)))()
 
 
@@ -178,3 +185,41 @@ def init_state(agent: Agent, key: jax.Array, mesh: Mesh) -> TrainState:
     """A fresh train state, computed directly into its replicated sharding over `mesh`
     (every process computes the same values; nothing is copied between hosts)."""
     return jax.jit(lambda k: init_train_state(agent, k), out_shardings=replicated(mesh))(key)
+
+
+def learn(
+    run: Run,
+    learner: Learner,
+    state: TrainState,
+    params: ParameterServer,
+    metrics: MetricAccumulator,
+    trajectories_per_update: int,
+    steps_per_update: int,
+    evaluate: Callable[[Any], float] | None,
+    spec: Any,
+) -> TrainState:
+    """The learner loop until the run ends (budget, wall time, or a stop every process
+    agreed on); returns the final train state. `evaluate(params)` (process 0's, or None)
+    gives the greedy return when an evaluation is due."""
+    g = 0  # the global index of the next trajectory to consume
+    while run.running():
+        t0 = time.perf_counter()
+        rollouts = learner.collect(g, trajectories_per_update)
+        waited = time.perf_counter() - t0
+        g += len(rollouts)
+        # This process's stop vote rides on the update; `stop` is every process's verdict.
+        state, losses, update_s, stop = learner.update(state, rollouts, run.stop_vote())
+        t1 = time.perf_counter()
+        params.publish(local_replica(state.params), run.step + 1)
+        metrics.add_update(run.step, rollouts, losses, waited, update_s, time.perf_counter() - t1)
+        run.advance(steps_per_update, stop=stop)
+        # Decided alike on every process: a row is a collective (metrics over processes).
+        evaluating = run.due("eval")
+        if evaluating or run.due("log"):
+            row = metrics.row()
+            if evaluating and evaluate is not None:
+                row["eval/episodic_return"] = evaluate(local_replica(state.params))
+            run.log(row)
+        run.maybe_record(learner.agent, state.params)
+        run.maybe_save(spec, state)
+    return state

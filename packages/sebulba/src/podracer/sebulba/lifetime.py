@@ -9,13 +9,10 @@ runs the learner) re-raises the worker's exception object, with its traceback.
 
 from __future__ import annotations
 
-import contextlib
 import queue
-import signal
 import threading
 import time
 from collections.abc import Callable
-from collections.abc import Iterator
 from typing import Any
 
 _POLL_S = 0.05  # how often blocked calls look at the stop event
@@ -41,7 +38,6 @@ class Supervisor:
     def __init__(self, timeout_s: float):
         self.timeout_s = float(timeout_s)
         self.stop_event = threading.Event()
-        self.interrupted: str | None = None  # the signal's name after SIGINT/SIGTERM
         self._owner = threading.current_thread()
         self._errors: list[tuple[str, BaseException]] = []
         self._lock = threading.Lock()
@@ -95,7 +91,7 @@ class Supervisor:
         error = self.error
         if error is not None and threading.current_thread() is self._owner:
             raise error[1]
-        raise Stopped(self.interrupted or "stopped")
+        raise Stopped("stopped")
 
     def wait(
         self,
@@ -151,29 +147,3 @@ class Supervisor:
             except queue.Full:
                 if time.monotonic() > deadline:
                     raise _timed_out(stage, timeout_s) from None
-
-
-@contextlib.contextmanager
-def stop_on_signals(supervisor: Supervisor, stop: bool = True) -> Iterator[None]:
-    """SIGINT/SIGTERM stop the run cleanly (a second one aborts); main thread only.
-
-    With `stop=False` a signal only records `supervisor.interrupted` and the owner decides
-    when to stop (multi-host: after the update that carries every process's vote).
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum, frame):
-        if supervisor.interrupted is not None:
-            raise KeyboardInterrupt(f"second {signal.Signals(signum).name}: aborting")
-        supervisor.interrupted = signal.Signals(signum).name
-        if stop:
-            supervisor.stop()
-
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)

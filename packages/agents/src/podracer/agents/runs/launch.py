@@ -1,6 +1,6 @@
 """Launch N local processes of a multi-host run: how to try a pod on one machine.
 
-    python -m podracer.agents.launch --num-processes 2 --devices-per-process 2 -- \\
+    podracer launch --num-processes 2 --devices-per-process 2 -- \\
         anakin --distributed --num-envs 64
 
 Each child gets `JAX_COORDINATOR_ADDRESS`, `JAX_NUM_PROCESSES`, `JAX_PROCESS_ID` (read
@@ -106,7 +106,10 @@ def launch(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="podracer launch", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
     parser.add_argument("--num-processes", "-n", type=int, default=2)
     parser.add_argument("--devices-per-process", "-d", type=int, default=1)
     parser.add_argument("--port", type=int, default=None)

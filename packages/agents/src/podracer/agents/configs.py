@@ -1,0 +1,210 @@
+"""Every agent's hyperparameters: frozen dataclasses, validated on construction.
+
+They live apart from the agents' code so that they import without JAX: both command
+lines build their flags from them (and `--help` must not wait for JAX), and the run
+harness compares them on resume. One config per agent, the same on both runtimes; the
+values that learn a given task family are presets (`podracer.agents.runs.presets`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+from podracer.agents.validation import check_choice
+from podracer.agents.validation import check_int
+from podracer.agents.validation import check_positive
+from podracer.agents.validation import check_range
+from podracer.agents.validation import fail
+from podracer.search.config import DiscreteSupport
+from podracer.search.config import SearchConfig
+
+Torso = Literal["auto", "mlp", "nature_cnn", "impala_resnet"]
+TORSOS = ("auto", "mlp", "nature_cnn", "impala_resnet")
+
+
+def _check_sizes(cfg, *fields: str) -> None:
+    for name in fields:
+        sizes = getattr(cfg, name)
+        if not isinstance(sizes, tuple) or not all(
+            isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in sizes
+        ):
+            fail(cfg, name, "a tuple of positive ints")
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplayConfig:
+    """Sequence replay for an agent's learner; sizes are global (split over devices).
+
+    `capacity=0` turns replay off: the learner uses each actor trajectory once, as it
+    arrives. With replay, each actor rollout of `[T+1, num_envs]` is added as `num_envs`
+    sequences and the learner makes `updates_per_rollout` updates, each on
+    `sequences_per_update` sequences sampled from the buffer, so the learner batch and the
+    reuse of each sample (replay ratio) are independent of the actor batch.
+    """
+
+    capacity: int = 0  # sequences held (all devices together); 0: no replay
+    sequences_per_update: int = 32  # learner batch, in sequences of length T+1
+    updates_per_rollout: int = 1  # learner updates per actor rollout
+    priority_exponent: float = 0.0  # alpha: 0 uniform, 1 proportional to priority
+    importance_exponent: float = 0.0  # beta: 0 no correction, 1 full correction
+
+    def __post_init__(self) -> None:
+        check_int(self, "capacity", minimum=0)
+        check_int(self, "sequences_per_update", "updates_per_rollout")
+        check_range(self, "priority_exponent", 0.0, float("inf"))
+        check_range(self, "importance_exponent", 0.0, 1.0)
+
+    @property
+    def enabled(self) -> bool:
+        return self.capacity > 0
+
+    @property
+    def prioritised(self) -> bool:
+        return self.priority_exponent > 0
+
+
+@dataclasses.dataclass(frozen=True)
+class QLambdaConfig:
+    """Q(lambda), the Podracer paper's Anakin demo agent (epsilon 0: its greedy acting)."""
+
+    learning_rate: float = 1e-3  # the demo uses 1e-4; 1e-3 learns Catch in ~2e5 steps
+    gamma: float = 0.99
+    lambda_: float = 0.9
+    epsilon: float = 0.0  # exploration during training; 0 is the demo's greedy acting
+    torso: Torso = "auto"  # auto: the Nature CNN for uint8 frames, else an MLP
+    hidden_sizes: tuple[int, ...] = (256,)
+    activation: str = "relu"
+    max_grad_norm: float | None = None
+
+    def __post_init__(self):
+        check_positive(self, "learning_rate")
+        check_range(self, "gamma", 0.0, 1.0)
+        check_range(self, "lambda_", 0.0, 1.0)
+        check_range(self, "epsilon", 0.0, 1.0)
+        check_choice(self, "torso", TORSOS)
+        _check_sizes(self, "hidden_sizes")
+
+
+@dataclasses.dataclass(frozen=True)
+class ImpalaConfig:
+    """IMPALA: V-trace actor-critic (Espeholt et al., 2018)."""
+
+    learning_rate: float = 6e-4
+    gamma: float = 0.99
+    lambda_: float = 1.0  # V-trace lambda (the paper's c-bar trace coefficient scale)
+    entropy_cost: float = 0.01
+    baseline_cost: float = 0.5
+    clip_rho_threshold: float = 1.0
+    clip_pg_rho_threshold: float = 1.0
+    max_grad_norm: float | None = 40.0
+    torso: Torso = "auto"
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    activation: str = "tanh"
+    separate_critic: bool = False  # the critic gets its own torso
+
+    def __post_init__(self):
+        check_positive(self, "learning_rate", "clip_rho_threshold", "clip_pg_rho_threshold")
+        check_range(self, "gamma", 0.0, 1.0)
+        check_range(self, "lambda_", 0.0, 1.0)
+        check_range(self, "entropy_cost", 0.0, float("inf"))
+        check_range(self, "baseline_cost", 0.0, float("inf"))
+        check_choice(self, "torso", TORSOS)
+        _check_sizes(self, "hidden_sizes")
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOConfig:
+    """PPO with the clipped surrogate and GAE; defaults: PureJaxRL's CartPole settings."""
+
+    learning_rate: float = 2.5e-4
+    anneal_lr: bool = True  # linearly to 0 over the run's updates
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    clip_eps: float = 0.2
+    entropy_cost: float = 0.01
+    value_cost: float = 0.5
+    clip_value_loss: bool = True
+    normalize_advantages: bool = True
+    num_epochs: int = 4
+    num_minibatches: int = 4  # splits the rollout's time axis
+    max_grad_norm: float | None = 0.5
+    torso: Torso = "auto"
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    activation: str = "tanh"
+    separate_critic: bool = True
+
+    def __post_init__(self):
+        check_positive(self, "learning_rate", "clip_eps")
+        check_int(self, "num_epochs", "num_minibatches")
+        check_range(self, "gamma", 0.0, 1.0)
+        check_range(self, "gae_lambda", 0.0, 1.0)
+        check_choice(self, "torso", TORSOS)
+        _check_sizes(self, "hidden_sizes")
+
+
+@dataclasses.dataclass(frozen=True)
+class MuZeroConfig:
+    """MuZero with Gumbel search (Danihelka et al., 2022) and prioritised sequence replay.
+
+    The defaults learn gymnax CartPole and Catch on Anakin at 32 envs x 16 steps; how
+    they were found is in `benchmarks/results/muzero_tuning.md`.
+    """
+
+    learning_rate: float = 1e-3
+    gamma: float = 0.99
+    num_unroll_steps: int = 5  # K
+    td_steps: int = 10  # n of the n-step value targets
+    # What n-step value targets bootstrap from: "network" (the value head on the
+    # observation, current params) or "search" (the acting search's root value, a few
+    # rollouts old under replay: it acts as a target network and kept runs stable).
+    value_bootstrap: Literal["network", "search"] = "search"
+    # Gumbel MuZero; 8 simulations suffice for few actions.
+    search: SearchConfig = SearchConfig(policy="gumbel", num_simulations=8)
+    # Scaled supports (h(x) space): |value| up to ~110, |reward| up to ~35.
+    value_support: DiscreteSupport = DiscreteSupport(-10.0, 10.0, 51, scaled=True)
+    reward_support: DiscreteSupport = DiscreteSupport(-5.0, 5.0, 21, scaled=True)
+    # auto: mlp for vectors, impala_resnet for uint8 frames; the Nature CNN costs ~6x
+    # less than the ResNet per frame (for CPU runs).
+    torso: Torso = "auto"
+    torso_hidden_sizes: tuple[int, ...] = (64,)  # mlp torso only
+    latent_size: int = 64
+    # Dynamics and prediction MLPs: with one layer the reward model stayed
+    # action-independent on Catch.
+    hidden_sizes: tuple[int, ...] = (128, 128)
+    value_cost: float = 0.5
+    reward_cost: float = 1.0
+    policy_cost: float = 1.0
+    max_grad_norm: float | None = 10.0
+    # Acting: a uniformly random action with this probability (the policy target is still
+    # the search's); keeps every action in the data where the search policy is sharp.
+    exploration_epsilon: float = 0.1
+    # 2048 sequences (at 32 envs x 16 steps the last 64 rollouts): stored targets come
+    # from the search that acted, so a bigger buffer teaches outgrown policies. Each
+    # rollout is followed by 2 updates on 32 sequences (each replayed ~2 times),
+    # prioritised by value error (Schaul et al.'s proportional exponents).
+    replay: ReplayConfig = ReplayConfig(
+        capacity=2048,
+        sequences_per_update=32,
+        updates_per_rollout=2,
+        priority_exponent=0.6,
+        importance_exponent=0.4,
+    )
+
+    def __post_init__(self):
+        check_positive(self, "learning_rate")
+        check_int(self, "num_unroll_steps", "td_steps", "latent_size")
+        check_range(self, "gamma", 0.0, 1.0)
+        check_range(self, "exploration_epsilon", 0.0, 1.0)
+        for name in ("value_cost", "reward_cost", "policy_cost"):
+            check_range(self, name, 0.0, float("inf"))
+        check_choice(self, "torso", TORSOS)
+        check_choice(self, "value_bootstrap", ("network", "search"))
+        if not isinstance(self.replay, ReplayConfig):
+            fail(self, "replay", "a podracer.agents.ReplayConfig")
+        if not isinstance(self.search, SearchConfig):
+            fail(self, "search", "a podracer.search.SearchConfig")
+        for name in ("value_support", "reward_support"):
+            if not isinstance(getattr(self, name), DiscreteSupport):
+                fail(self, name, "a podracer.search.DiscreteSupport")
+        _check_sizes(self, "torso_hidden_sizes", "hidden_sizes")

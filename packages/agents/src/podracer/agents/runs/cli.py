@@ -1,0 +1,147 @@
+"""The command line of a runtime (`anakin`, `sebulba`), generated from its config by tyro.
+
+    anakin --env gymnax:CartPole-v1 --agent ppo --ppo.learning-rate 1e-3 --seed 1
+
+The flags are the runtime config's fields plus one group per registered agent
+(`--ppo.*`, `--muzero.*`, ... and any `register_agent`ed one). Defaults come, in order:
+from the runtime config's field defaults; then the preset of the env's family for the
+agent (`--preset NAME` to pick another); or, instead of both, a config file
+(`--config runs/X/config.json` reruns a run's exact config) or, with `--resume`, the run's
+own config.json; explicit flags always win. A bad value ends with one line naming the
+field, exit status 2, before anything compiles; so does anything the run refuses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import inspect
+import json
+import math
+import sys
+from collections.abc import Callable
+from typing import Annotated
+from typing import Any
+
+import tyro
+
+from podracer.agents.registry import AGENTS
+from podracer.agents.runs.config import RunConfig
+from podracer.agents.runs.config import config_from_json
+from podracer.agents.runs.directory import RunDir
+from podracer.agents.validation import ConfigError
+
+
+def _pre_parse(argv: list[str]) -> argparse.Namespace:
+    """The flags that choose the defaults, read before the full parse."""
+    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    for flag in ("--env", "--agent", "--preset", "--config", "--run-name", "--runs-root"):
+        pre.add_argument(flag, dest=flag[2:].replace("-", "_"))
+    pre.add_argument("--resume", action="store_true")
+    known, _ = pre.parse_known_args(argv)
+    return known
+
+
+def _load_config(config_cls: type, runtime: str, path: str) -> RunConfig:
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except OSError as e:
+        raise ConfigError(f"--config {path}: {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"--config {path} is not valid JSON ({e})") from None
+    stored_runtime = data.pop("runtime", runtime) if isinstance(data, dict) else runtime
+    if stored_runtime != runtime:
+        raise ConfigError(
+            f"--config {path} is a {stored_runtime} run's config; {runtime} cannot use it "
+            f"(start from that run's checkpoint with --init-from instead)"
+        )
+    return config_from_json(config_cls, data, owner=path)
+
+
+def defaults(config_cls: type, argv: list[str]) -> tuple[RunConfig, str]:
+    """The config the flags apply to, and a line saying where it came from."""
+    runtime = config_cls.RUNTIME
+    known = _pre_parse(argv)
+    base = None
+    if known.config:
+        base = _load_config(config_cls, runtime, known.config), f"config from {known.config}"
+    elif known.resume and known.run_name:
+        run = RunDir(known.runs_root or config_cls().runs_root, known.run_name)
+        if run.exists():
+            stored = _load_config(config_cls, runtime, run.config_file)
+            base = stored, f"resuming {run.path} with its config"
+    if base is None:
+        return config_cls.from_preset(known.env, known.agent, known.preset)
+    config, source = base
+    if known.agent and known.agent != config.agent:  # another agent: its own defaults
+        config = dataclasses.replace(config, agent=known.agent, agent_config=None)
+    return config, source
+
+
+def parse_cli(config_cls: type, argv: list[str], description: str = "") -> tuple[RunConfig, str]:
+    """`(config, where its defaults came from)` for `argv`; `--help` exits here."""
+    runtime = config_cls.RUNTIME
+    base, source = defaults(config_cls, argv)
+    fields: list[tuple[str, Any, Any]] = [
+        ("run", Annotated[config_cls, tyro.conf.arg(name="")], dataclasses.field(default=base))
+    ]
+    names = {f.name for f in dataclasses.fields(config_cls)}
+    for name, entry in AGENTS.items():
+        if name in names or name in ("preset", "config"):
+            raise ConfigError(f"agent name {name!r} clashes with a {runtime} flag")
+        default = base.agent_config if name == base.agent else entry.config_cls()
+        title = f"{entry.description} (with --agent {name})" if entry.description else None
+        fields.append(
+            (name, Annotated[entry.config_cls, tyro.conf.arg(help=title)],
+             dataclasses.field(default=default))
+        )  # fmt: skip
+    fields += [
+        ("preset", Annotated[str | None, tyro.conf.arg(
+            help="defaults for a task family (catch, classic, minatar, atari, ...); "
+                 "default: the env's family")], dataclasses.field(default=None)),
+        ("config", Annotated[str | None, tyro.conf.arg(
+            help="a run's config.json to start from (its exact config; flags still win)")],
+         dataclasses.field(default=None)),
+    ]  # fmt: skip
+    flags_cls = dataclasses.make_dataclass(runtime, fields, frozen=True)
+    flags = tyro.cli(flags_cls, args=argv, description=description)
+    config = flags.run
+    return dataclasses.replace(config, agent_config=getattr(flags, config.agent)), source
+
+
+def run_cli(config_cls: type, train: Callable[[Any], Any], argv: list[str] | None = None) -> int:
+    """The command `config_cls.RUNTIME`: parses `argv`, trains, prints a summary (process
+    0); returns the exit status."""
+    runtime = config_cls.RUNTIME
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        config, source = parse_cli(config_cls, argv, inspect.cleandoc(config_cls.__doc__ or ""))
+    except ValueError as e:  # a field's validation (ConfigError or a config's own)
+        print(f"{runtime}: error: {e}", file=sys.stderr)
+        return 2
+    # JAX and Orbax start here, after parsing (`--help` never waits for them).
+    from podracer.agents.runs.checkpoint import CheckpointError
+    from podracer.agents.runs.distributed import is_main_process
+    from podracer.agents.runs.distributed import shutdown_distributed
+    from podracer.agents.runs.run import final_return
+
+    if config.progress:
+        print(f"{runtime}: {source}", file=sys.stderr, flush=True)
+    try:
+        result = train(config)
+        main_process = is_main_process()
+    except (ConfigError, CheckpointError) as e:
+        print(f"{runtime}: error: {e}", file=sys.stderr)
+        return 2
+    finally:
+        shutdown_distributed()  # after the final checkpoint, which train() wrote
+    if main_process:
+        ret = final_return(result)
+        print(
+            f"{runtime}: {config.agent} on {config.env}"
+            f"{' (interrupted)' if result.interrupted else ''}: {result.env_steps:,} env steps, "
+            f"{result.sps:,.0f} SPS after {result.compile_seconds:.1f}s compile, final return "
+            f"{'n/a' if math.isnan(ret) else f'{ret:.3g}'}; run {result.run_dir}"
+        )
+    return 0

@@ -1,0 +1,223 @@
+"""The run config both runtimes share: one name per concept, in both command lines.
+
+`AnakinConfig` and `SebulbaConfig` extend `RunConfig` with their own sizes (Anakin's
+global `num_envs`, Sebulba's `envs_per_thread`, ...), so the flags the two have in common
+(`--env`, `--seed`, `--eval-interval`, `--checkpoint-interval`, `--run-name`, ...) mean
+the same thing on both. Every interval counts environment steps, whatever the runtime's
+loop step is (an Anakin chunk, a Sebulba update): it fires after the first loop step at
+or past each multiple.
+
+`MAY_CHANGE_ON_RESUME` lists the fields a resumed run may change (budget, logging,
+evaluation, placement); every other field changes what is learned, and a resume that
+changes one is refused naming it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from typing import Annotated
+from typing import Any
+from typing import ClassVar
+from typing import Literal
+
+import tyro
+
+from podracer.agents.registry import agent_entry
+from podracer.agents.runs.distributed import DistributedConfig
+from podracer.agents.validation import ConfigError
+from podracer.agents.validation import check_int
+from podracer.agents.validation import fail
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Dataclasses, tuples, numpy scalars -> JSON values (dataclass fields in order)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [to_jsonable(v) for v in obj]
+    if hasattr(obj, "item") and hasattr(obj, "shape") and obj.shape == ():  # numpy/jax scalar
+        return obj.item()
+    return obj
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """A training run: what to train, for how long, and what it writes."""
+
+    env: str = "catch"  # an environment name (see podracer.envs.list_envs)
+    agent: str = "qlambda"  # a registered agent (podracer.agents.AGENTS)
+    # The agent's hyperparameters, an instance of its registered config class (None: its
+    # defaults). Command lines fill it from `--<agent>.*` flags over the env's preset.
+    agent_config: Annotated[Any, tyro.conf.Suppress] = None
+    seed: int = 0  # seeds the agent, its acting and the environments
+    total_env_steps: int = 500_000  # rounded up to whole loop steps
+    # Wall-clock budget in seconds (compile included); 0: none. The run stops after the
+    # loop step that passes it, with its final checkpoint, as if that were the last one.
+    max_wall_seconds: float = 0.0
+    run_name: str | None = None  # the run directory runs_root/run_name; None: a new unique name
+    runs_root: str = "runs"
+    resume: bool = False  # continue runs_root/run_name from its newest checkpoint
+    # Start from another run's params (either runtime): RUN[@STEP][:SEED], STEP latest
+    # (default), best or a number, SEED a multi-seed run's seed index. The same agent and
+    # network, an env of the same spec.
+    init_from: str | None = None
+    init_opt_state: bool = False  # with init_from: its optimizer state too (same optimizer)
+    log_interval: int = 0  # env steps between metric rows; 0: after every loop step
+    eval_interval: int = 0  # env steps between greedy evaluations; 0: none
+    eval_episodes: int = 32  # episodes per evaluation
+    eval_max_steps: int = 10_000  # per-episode step cap for envs without a time limit
+    video_interval: int = 0  # env steps between videos of greedy episodes (videos/<steps>.mp4)
+    video_episodes: int = 1  # episodes per video, one after another
+    checkpoint_interval: int = 0  # env steps between checkpoints; 0: only the final one
+    keep_checkpoints: int = 3  # newest checkpoints kept (with evaluation: also the best)
+    tensorboard: bool = True  # TensorBoard events in the run directory
+    wandb_project: str | None = None  # log to Weights & Biases (the wandb extra) when set
+    wandb_entity: str | None = None
+    wandb_mode: Literal["online", "offline"] = "online"  # offline: files only, no network
+    progress: bool = True  # a status line with steps, SPS, return, elapsed time and ETA
+    # Multi-host: --distributed, --coordinator-address, --num-processes, --process-id.
+    cluster: Annotated[DistributedConfig, tyro.conf.arg(name="")] = DistributedConfig()
+
+    RUNTIME: ClassVar[str] = "run"  # the runtime's name (its command): "anakin", "sebulba"
+    # Fields a resume may change; the rest define what is learned and must match.
+    MAY_CHANGE_ON_RESUME: ClassVar[frozenset[str]] = frozenset({
+        "total_env_steps", "max_wall_seconds", "run_name", "runs_root", "resume", "init_from",
+        "init_opt_state",
+        "log_interval", "eval_interval", "eval_episodes", "eval_max_steps", "video_interval",
+        "video_episodes",
+        "checkpoint_interval", "keep_checkpoints", "tensorboard", "wandb_project",
+        "wandb_entity", "wandb_mode", "progress", "cluster",
+    })  # fmt: skip
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.env, str) or not self.env:
+            fail(self, "env", "an environment name")
+        entry = agent_entry(self.agent)  # an unknown name fails naming the close ones
+        if self.agent_config is None:
+            object.__setattr__(self, "agent_config", entry.config_cls())
+        elif not isinstance(self.agent_config, entry.config_cls):
+            fail(self, "agent_config", f"a {entry.config_cls.__name__} for agent {self.agent!r}",
+                 type(self.agent_config).__name__)  # fmt: skip
+        check_int(self, "seed", minimum=0)
+        check_int(self, "total_env_steps", "eval_episodes", "eval_max_steps", "keep_checkpoints",
+                  "video_episodes")  # fmt: skip
+        check_int(self, "log_interval", "eval_interval", "video_interval", "checkpoint_interval",
+                  minimum=0)  # fmt: skip
+        if not isinstance(self.max_wall_seconds, int | float) or self.max_wall_seconds < 0:
+            fail(self, "max_wall_seconds", ">= 0 (0: no budget)")
+        if self.run_name is not None and (
+            not self.run_name or "/" in self.run_name or self.run_name in (".", "..")
+        ):
+            fail(self, "run_name", "a folder name (no '/')")
+        if self.resume and not self.run_name:
+            fail(self, "resume", "used with run_name (the run to resume)", self.resume)
+        if self.wandb_mode not in ("online", "offline"):
+            fail(self, "wandb_mode", "'online' or 'offline'")
+        if not isinstance(self.cluster, DistributedConfig):
+            fail(self, "cluster", "a DistributedConfig", type(self.cluster).__name__)
+
+    @classmethod
+    def from_preset(cls, env: str | None = None, agent: str | None = None,
+                    preset: str | None = None, **overrides: Any):  # fmt: skip
+        """The config the command line starts from for `env` and `agent` (the preset of the
+        env's family, or `preset`; the agent's defaults where there is none), with
+        `overrides` (fields of this config) on top. Returns `(config, source)`, `source`
+        a line saying which preset applied."""
+        from podracer.agents.runs.presets import apply_preset
+        from podracer.agents.runs.presets import find_preset
+
+        plain = cls()
+        env, agent = env or plain.env, agent or plain.agent
+        base = dataclasses.replace(plain, env=env, agent=agent, agent_config=None)
+        found = find_preset(agent, env, preset)
+        if found is None:
+            source = f"no preset for {agent} on {env}: the agent's defaults"
+        else:
+            family, chosen = found
+            base = apply_preset(base, chosen, cls.RUNTIME)
+            source = f"preset {family!r} for {agent}: {chosen.source}"
+        return dataclasses.replace(base, **overrides), source
+
+    def check_rollout(self, rollout_length: int, field: str = "rollout_length") -> None:
+        """Fails naming both fields when the agent splits rollouts into minibatches that
+        do not divide `rollout_length` (PPO); called by runtimes before compiling."""
+        minibatches = getattr(self.agent_config, "num_minibatches", None)
+        if minibatches and rollout_length % minibatches:
+            fail(self, field, f"divisible by {type(self.agent_config).__name__}.num_minibatches"
+                 f"={minibatches}", rollout_length)  # fmt: skip
+
+    def to_json(self) -> dict[str, Any]:
+        """The config as written to `config.json` (field order kept)."""
+        return to_jsonable(self)
+
+
+def changed_fields(stored: dict[str, Any], config: RunConfig) -> dict[str, tuple[Any, Any]]:
+    """`{field: (stored value, new value)}` for every top-level field that differs.
+
+    `agent_config` is compared field by field (`agent_config.learning_rate`, ...).
+    """
+    new = config.to_json()
+    out = {}
+    for name in sorted(set(stored) | set(new)):
+        old_value, new_value = stored.get(name), new.get(name)
+        if name == "agent_config" and isinstance(old_value, dict) and isinstance(new_value, dict):
+            for sub in sorted(set(old_value) | set(new_value)):
+                if _canonical(old_value.get(sub)) != _canonical(new_value.get(sub)):
+                    out[f"agent_config.{sub}"] = (old_value.get(sub), new_value.get(sub))
+        elif _canonical(old_value) != _canonical(new_value):
+            out[name] = (old_value, new_value)
+    return out
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def config_from_json(cls: type, data: dict[str, Any], owner: str = "config") -> Any:
+    """Rebuilds a config dataclass from its `to_jsonable` form (e.g. a run's config.json).
+
+    Nested dataclasses, tuples and optionals are restored from the field types; a run
+    config's `agent_config` from the registered agent's config class. An unknown key
+    fails naming it (a config written by another runtime or version).
+    """
+    if not isinstance(data, dict):
+        raise ConfigError(f"{owner} must be a JSON object, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ConfigError(f"{owner} has fields {unknown} that {cls.__name__} does not have")
+    values = {}
+    for name, value in data.items():
+        if name == "agent_config" and issubclass(cls, RunConfig):
+            entry = agent_entry(data.get("agent", cls.agent))
+            values[name] = config_from_json(entry.config_cls, value, f"{owner}.agent_config")
+        else:
+            values[name] = _from_json_value(hints[name], value, f"{owner}.{name}")
+    return cls(**values)
+
+
+def _from_json_value(hint: Any, value: Any, owner: str) -> Any:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is Annotated:
+        return _from_json_value(args[0], value, owner)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        for arg in args:
+            if arg is not type(None):
+                return _from_json_value(arg, value, owner)
+    if dataclasses.is_dataclass(hint):
+        return config_from_json(hint, value, owner)
+    if origin is tuple and isinstance(value, list):
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_from_json_value(args[0], v, owner) for v in value)
+        return tuple(_from_json_value(a, v, owner) for a, v in zip(args, value, strict=True))
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value

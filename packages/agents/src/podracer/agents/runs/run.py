@@ -1,0 +1,496 @@
+"""`Run`: the lifecycle around a runtime's loop, the same for Anakin and Sebulba.
+
+    with Run.open(config, "anakin") as run:      # run dir (auto-named if none), reuse and
+        ...build env, agent, programs...          #   resume checks: nothing compiled yet
+        restored = run.restore(spec, train=..., runtime=...)   # newest good checkpoint
+        state = init(key) if restored is None else ...
+        run.begin(spec, "compiling the first chunk")           # config.json, writer, signals
+        while run.running():
+            state, metrics = step(state)
+            run.advance(steps)                    # counts; budget, wall time, signals
+            run.log(row)                          # when due: metrics.jsonl, TensorBoard
+            run.maybe_save(spec, train, runtime_state)
+        return run.finish(state)                 # summary line, `RunResult`
+
+Rules it keeps: an existing run name needs `resume`; a resume of a missing run is an
+error; a resume that changes a field defining what is learned is refused naming each
+field (the others are recorded in `resumes.jsonl`); a checkpoint that does not restore
+is reported, moved aside and the next older one used; the first SIGINT/SIGTERM ends the
+run after the current loop step with a final checkpoint, the second exits at once;
+multi-process runs agree on when to stop, so they save the same final checkpoint.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import os
+import sys
+import time
+from typing import Any
+from typing import NamedTuple
+
+import numpy as np
+
+from podracer.agents.runs.checkpoint import CheckpointError
+from podracer.agents.runs.checkpoint import Checkpointer
+from podracer.agents.runs.config import RunConfig
+from podracer.agents.runs.config import changed_fields
+from podracer.agents.runs.directory import RunDir
+from podracer.agents.runs.directory import auto_name
+from podracer.agents.runs.distributed import initialize_distributed
+from podracer.agents.runs.progress import Progress
+from podracer.agents.runs.signals import StopSignals
+from podracer.agents.runs.writer import MetricWriter
+from podracer.agents.validation import ConfigError
+
+EVAL_METRIC = "eval/episodic_return"  # what "best" checkpoints are ranked by
+
+
+class Restored(NamedTuple):
+    """What `Run.restore` found."""
+
+    train: Any  # the TrainState
+    runtime: Any  # the runtime's own state, or None
+    metadata: dict[str, Any]
+
+
+class RunResult(NamedTuple):
+    """What a runtime's `train` returns (both runtimes)."""
+
+    state: Any  # the runtime's final state (Anakin: RunnerState; Sebulba: TrainState)
+    history: list[dict[str, Any]]  # the rows logged by this call, as in metrics.jsonl
+    env_steps: int  # env steps of the whole run, resumed sessions included
+    steps: int  # loop steps of the whole run (Anakin chunks, Sebulba updates)
+    sps: float  # env steps per second after the first (compiling) loop step
+    compile_seconds: float  # the first loop step's time beyond a steady one
+    interrupted: bool  # stopped by SIGINT/SIGTERM (a final checkpoint was written)
+    run_dir: str  # the run directory
+
+
+def final_return(result: RunResult, last: int = 3) -> float:
+    """Mean training return over the last `last` logged rows that saw an episode end
+    (in a multi-seed run: per seed, then the mean over seeds)."""
+    by_seed: dict[Any, list[float]] = {}
+    for row in result.history:
+        value = row.get("charts/episodic_return", math.nan)
+        if row.get("charts/episodes", 1) > 0 and math.isfinite(value):
+            by_seed.setdefault(row.get("seed"), []).append(value)
+    if not by_seed:
+        return math.nan
+    return float(np.mean([np.mean(values[-last:]) for values in by_seed.values()]))
+
+
+def _crossed(interval: int, before: int, after: int) -> bool:
+    """Whether a multiple of `interval` lies in (before, after]."""
+    return interval > 0 and after // interval > before // interval
+
+
+class Run:
+    """One run's directory, counters, writer, checkpoints, progress and stop signals."""
+
+    def __init__(self, config: RunConfig, runtime: str, directory: RunDir, changes: dict):
+        import jax
+
+        self.config = config
+        self.runtime = runtime
+        self.dir = directory
+        self.process_index = jax.process_index()
+        self.num_processes = jax.process_count()
+        self.is_writer = self.process_index == 0
+        self.step = 0  # loop steps so far (Orbax's step number)
+        self.env_steps = 0
+        self.interrupted = False
+        self.history: list[dict[str, Any]] = []
+        self._changes = changes  # fields a resume changed: {field: (old, new)}
+        self._restored: dict[str, Any] | None = None
+        self._initial: str | None = None  # the checkpoint a fresh run started from
+        self._recorder = None  # films greedy episodes (video_interval)
+        self._skipped: list[str] = []
+        self._checkpointer: Checkpointer | None = None
+        self._writer = MetricWriter(None)
+        self._progress: Progress | None = None
+        self._signals = StopSignals(self._second_signal_message)
+        self._started = time.perf_counter()
+        self._elapsed_before = 0.0  # wall seconds of the sessions before a resume
+        self._last = False
+        self._previous_env_steps = 0
+        self._step_start: float | None = None
+        self._first_step: tuple[float, int] | None = None  # (end time, env steps) of step 1
+        self._durations: list[float] = []  # seconds of each loop step of this session
+        self._end = 0.0
+        self._log_mark: tuple[float, int] | None = None  # (time, env steps) of the last row
+        self._recent_return = math.nan
+
+    # -- opening: every check before anything is built or written --------------------
+
+    @classmethod
+    def open(cls, config: RunConfig, runtime: str) -> Run:
+        """Joins the multi-process run if asked, names the run directory and checks it:
+        a name in use needs `resume`, a resume needs the run, and a resume may change
+        only `MAY_CHANGE_ON_RESUME` fields. Writes nothing."""
+        initialize_distributed(config.cluster)
+        name = config.run_name or _agreed_auto_name(config)
+        directory = RunDir(config.runs_root, name)
+        changes = _check_directory(config, runtime, directory)
+        return cls(config, runtime, directory, changes)
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    @property
+    def checkpointer(self) -> Checkpointer:
+        if self._checkpointer is None:
+            self._checkpointer = Checkpointer(
+                self.dir.checkpoints,
+                max_to_keep=self.config.keep_checkpoints,
+                best_metric=EVAL_METRIC if self.config.eval_interval else None,
+            )
+        return self._checkpointer
+
+    def restore(self, spec: Any, train: Any, runtime: Any = None) -> Restored | None:
+        """The newest checkpoint of a resumed run that restores into the targets (arrays or
+        `ShapeDtypeStruct`s with shardings); None for a new run, or a resumed run that never
+        saved one. Sets `step` and `env_steps` to the checkpoint's."""
+        if not self.config.resume:
+            return None
+
+        def skip(step: int, error: CheckpointError) -> None:
+            self._skipped.append(str(error))
+            if self.is_writer:
+                print(f"{self.runtime}: skipping checkpoint {error}", file=sys.stderr, flush=True)
+
+        found = self.checkpointer.restore_newest(train, runtime, skip, move_aside=self.is_writer)
+        if found is None:
+            if self._skipped:
+                raise CheckpointError(
+                    f"no checkpoint of {self.dir.path} restores ({len(self._skipped)} tried): "
+                    f"{self._skipped[-1]}"
+                )
+            return None
+        step, train_state, runtime_state, meta = found
+        if meta.get("runtime") != self.runtime:
+            raise ConfigError(
+                f"{self.dir.path} is a {meta.get('runtime')} run: resume it with "
+                f"{meta.get('runtime')}, or start a {self.runtime} run from it with --init-from"
+            )
+        stored_spec = type(spec).from_json(meta["env_spec"])
+        if not spec.compatible_with(stored_spec):
+            raise ConfigError(
+                f"the checkpoint's env spec {stored_spec} does not match the env's {spec}"
+            )
+        self.step, self.env_steps = int(meta["step"]), int(meta["env_steps"])
+        self._previous_env_steps = self.env_steps
+        self._elapsed_before = float(meta.get("elapsed", 0.0))
+        self._restored = {"step": step, "env_steps": self.env_steps}
+        return Restored(train_state, runtime_state, meta)
+
+    def warm_start(self, spec: Any, train: Any) -> Any:
+        """A fresh run's `train` state (a TrainState, or one per seed), with the params of
+        `config.init_from` when it names a run: the same agent, an env of the same spec."""
+        config = self.config
+        if not config.init_from or self._restored or config.resume:
+            return train
+        from podracer.agents.runs.source import load
+        from podracer.agents.runs.source import parse_source
+        from podracer.agents.runs.source import warm_start
+
+        owner = f"{type(config).__name__}.init_from"
+        source = parse_source(config.init_from, config.runs_root, owner)
+        loaded = load(source, spec, owner)
+        if loaded.metadata["agent"] != config.agent:
+            raise ConfigError(f"{owner}: {source.run.name} trained agent "
+                              f"{loaded.metadata['agent']!r}, this run {config.agent!r}")  # fmt: skip
+        self._initial = f"{source.run.path}@{loaded.step}"
+        return warm_start(loaded, train, config.init_opt_state, self.num_seeds, owner)
+
+    # -- starting -------------------------------------------------------------------
+
+    def begin(self, spec: Any, status: str) -> None:
+        """Writes the config (and the resume record), opens the metric writer and the
+        progress line, installs the signal handlers; `status` says what comes next."""
+        config = self.config
+        if config.video_interval:
+            _check_renders(spec, type(config).__name__)
+        if self.is_writer:
+            self.dir.write_config({"runtime": self.runtime, **config.to_json()})
+            if config.resume:
+                self.dir.append_resume({
+                    "time": time.time(), "restored": self._restored, "skipped": self._skipped,
+                    "changes": {k: list(v) for k, v in self._changes.items() if k != "resume"},
+                })  # fmt: skip
+        wandb = None
+        if config.wandb_project:
+            wandb = dict(project=config.wandb_project, entity=config.wandb_entity,
+                         mode=config.wandb_mode, config={"runtime": self.runtime, **config.to_json()})  # fmt: skip
+        self._writer = MetricWriter(
+            self.dir if self.is_writer else None, config.tensorboard,
+            truncate_after=self.env_steps if config.resume else None, wandb=wandb,
+        )  # fmt: skip
+        self._progress = Progress(
+            self.total_env_steps, self.env_steps, enabled=config.progress and self.is_writer
+        )
+        how = (
+            f"resumed at env step {self.env_steps:,}" if self._restored
+            else "resumed: no checkpoint yet, from the start" if config.resume
+            else f"new run, from {self._initial}'s params" if self._initial else "new run"
+        )  # fmt: skip
+        self._progress.status(
+            f"{self.runtime}: {config.agent} on {config.env}, run {self.dir.path} ({how})"
+        )
+        self._progress.status(f"{self.runtime}: {status}")
+        self._signals.__enter__()
+        self._last = self.env_steps >= self.total_env_steps
+
+    @property
+    def total_env_steps(self) -> int:
+        return self.config.total_env_steps
+
+    # -- the loop -------------------------------------------------------------------
+
+    def running(self) -> bool:
+        """Whether another loop step runs (budget left, no stop agreed)."""
+        self._step_start = time.perf_counter()
+        return not self._last
+
+    def step_seconds(self) -> float:
+        """Seconds since the current loop step started (`running()` returned True)."""
+        return time.perf_counter() - (self._step_start or self._started)
+
+    @property
+    def elapsed(self) -> float:
+        """Wall seconds of the whole run (earlier sessions included), compile included."""
+        return self._elapsed_before + time.perf_counter() - self._started
+
+    def stop_vote(self) -> bool:
+        """This process's wish to stop now: a signal, or the wall-clock budget spent."""
+        budget = self.config.max_wall_seconds
+        return self._signals.requested is not None or (0 < budget <= self.elapsed)
+
+    def advance(self, env_steps: int, stop: bool | None = None) -> None:
+        """A loop step of `env_steps` env steps (all processes) has finished.
+
+        `stop`: the stop decision all processes already agreed on (Sebulba carries the
+        votes in its update); None: this process's vote, agreed here when there are
+        several processes."""
+        now = time.perf_counter()
+        seconds = now - (self._step_start or now)
+        self._previous_env_steps = self.env_steps
+        self.step += 1
+        self.env_steps += int(env_steps)
+        self._durations.append(seconds)
+        self._end = now
+        if self._first_step is None:
+            self._first_step = (now, self.env_steps)
+        if stop is None:
+            stop = self.stop_vote()
+            if self.num_processes > 1:
+                stop = _any_process(stop)
+        if stop and self.env_steps < self.total_env_steps:
+            self.interrupted = self._signals.requested is not None or not (
+                0 < self.config.max_wall_seconds <= self.elapsed
+            )
+        self._last = stop or self.env_steps >= self.total_env_steps
+
+    @property
+    def last(self) -> bool:
+        """Whether the step just finished is the run's last."""
+        return self._last
+
+    def due(self, what: str) -> bool:
+        """Whether `what` ("log", "eval", "video", "checkpoint") is due after the step just finished:
+        its interval (in env steps) was crossed, or this is the last step."""
+        interval = {
+            "log": self.config.log_interval,
+            "eval": self.config.eval_interval,
+            "video": self.config.video_interval,
+            "checkpoint": self.config.checkpoint_interval,
+        }[what]
+        if what == "log" and interval == 0:
+            return True
+        if what in ("log", "eval", "video") and self._last:
+            return what == "log" or interval > 0
+        return _crossed(interval, self._previous_env_steps, self.env_steps)
+
+    def log(self, row: dict[str, float] | list[dict[str, float]]) -> None:
+        """Writes one row (or one per seed in a multi-seed run), adding `charts/SPS` and
+        `timing/elapsed` where the runtime did not, and moves the progress line."""
+        rows = row if isinstance(row, list) else [row]
+        now = time.perf_counter()
+        since_time, since_steps = self._log_mark or (self._started, self._restored_env_steps())
+        sps = (self.env_steps - since_steps) / max(now - since_time, 1e-9)
+        self._log_mark = (now, self.env_steps)
+        for seed, r in enumerate(rows):
+            r.setdefault("charts/SPS", sps)
+            r.setdefault("timing/elapsed", self.elapsed)
+            self._writer.write(self.env_steps, r, seed=seed if isinstance(row, list) else None)
+            self.history.append({"env_steps": self.env_steps, **({"seed": seed} if isinstance(row, list) else {}), **r})
+        returns = [r.get("charts/episodic_return", math.nan) for r in rows]
+        returns = [x for x in returns if math.isfinite(x)]
+        if returns:
+            self._recent_return = float(np.mean(returns))
+        if self._progress is not None:
+            self._progress.update(self.env_steps, rows[0]["charts/SPS"], self._recent_return)
+
+    def _restored_env_steps(self) -> int:
+        return self._restored["env_steps"] if self._restored else 0
+
+    def maybe_save(self, spec: Any, train: Any, runtime: Any = None) -> bool:
+        """Saves `train` (the TrainState) and `runtime` (the runtime's own state, or None)
+        when a checkpoint is due, at an evaluation (to keep the best ones), or at the last
+        step. Decided alike on every process (Orbax saves are collective)."""
+        evaluated = self.config.eval_interval > 0 and self.due("eval")
+        if not (self.due("checkpoint") or self._last or evaluated):
+            return False
+        metrics = None
+        rows = [r for r in self.history if r["env_steps"] == self.env_steps and EVAL_METRIC in r]
+        if evaluated and rows:  # process 0 evaluates; the others save without a metric
+            metrics = {EVAL_METRIC: float(np.mean([r[EVAL_METRIC] for r in rows]))}
+        metadata = {
+            "runtime": self.runtime, "agent": self.config.agent,
+            "config": {"runtime": self.runtime, **self.config.to_json()},
+            "env_spec": spec.to_json(), "env_steps": self.env_steps, "step": self.step,
+            "elapsed": self.elapsed,
+        }  # fmt: skip
+        return self.checkpointer.save(self.step, train, metadata, runtime, metrics)
+
+    def maybe_record(self, agent: Any, params: Any) -> str | None:
+        """Writes `videos/<env steps>.mp4` of greedy episodes (process 0) when one is due;
+        `params` as the runtime holds them (replicated, one per seed: seed 0 is filmed)."""
+        if not (self.config.video_interval and self.due("video") and self.is_writer):
+            return None
+        import jax
+
+        from podracer.agents.runs.video import Recorder
+
+        local = jax.tree.map(lambda x: x.addressable_shards[0].data, params)  # this host's copy
+        if self.num_seeds > 1:
+            local = jax.tree.map(lambda x: x[0], local)
+        if self._recorder is None:
+            self._recorder = Recorder(agent, self.config.env, self.config.video_episodes)
+        path = os.path.join(self.dir.videos, f"{self.env_steps}.mp4")
+        return self._recorder.record(path, local, seed=self.config.seed)
+
+    @property
+    def num_seeds(self) -> int:
+        """Seeds trained together (Anakin's `num_seeds`; 1 elsewhere)."""
+        return getattr(self.config, "num_seeds", 1)
+
+    # -- the end --------------------------------------------------------------------
+
+    def finish(self, state: Any) -> RunResult:
+        """Closes the writer and checkpoints and returns the result; says how to resume
+        after an interruption."""
+        self.close()
+        sps, compile_seconds = math.nan, 0.0
+        if self._first_step is not None:
+            first_end, first_steps = self._first_step
+            if len(self._durations) > 1:
+                # Wall time after the first step (compile), evaluations and logging included.
+                sps = (self.env_steps - first_steps) / max(self._end - first_end, 1e-9)
+                compile_seconds = max(0.0, self._durations[0] - float(np.mean(self._durations[1:])))
+            else:
+                sps = (self.env_steps - self._restored_env_steps()) / max(self._durations[0], 1e-9)
+        if self.interrupted and self.is_writer:
+            print(
+                f"{self.runtime}: interrupted at env step {self.env_steps:,} (step {self.step}); "
+                f"checkpoint saved. Resume with: {self.resume_command()}",
+                file=sys.stderr, flush=True,
+            )  # fmt: skip
+        return RunResult(state, self.history, self.env_steps, self.step, float(sps),
+                         float(compile_seconds), self.interrupted, self.dir.path)  # fmt: skip
+
+    def resume_command(self) -> str:
+        root = self.config.runs_root
+        where = "" if os.path.abspath(root) == os.path.abspath("runs") else f" --runs-root {root}"
+        return f"{self.runtime} --run-name {self.dir.name}{where} --resume"
+
+    def _second_signal_message(self) -> str:
+        steps = self._checkpointer.all_steps() if self._checkpointer is not None else []
+        saved = f"the newest checkpoint is step {steps[-1]}" if steps else "no checkpoint saved"
+        return f"exiting now without a final checkpoint ({saved})"
+
+    def close(self) -> None:
+        self._signals.__exit__()
+        if self._recorder is not None:
+            self._recorder.close()
+            self._recorder = None
+        if self._progress is not None:
+            self._progress.close()
+        self._writer.close()
+        if self._checkpointer is not None:
+            self._checkpointer.close()
+            self._checkpointer = None
+
+
+def _agreed_auto_name(config: RunConfig) -> str:
+    """A new run name; with several processes, process 0's (all must use one folder)."""
+    import jax
+
+    now = time.time()
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        now = float(multihost_utils.broadcast_one_to_all(np.float64(now)))
+    return auto_name(config.env, config.agent, config.seed, config.runs_root, now)
+
+
+def _any_process(vote: bool) -> bool:
+    """True on every process when any process votes True (one small all-gather)."""
+    from jax.experimental import multihost_utils
+
+    return bool(np.any(multihost_utils.process_allgather(np.int32(vote))))
+
+
+def _check_directory(config: RunConfig, runtime: str, directory: RunDir) -> dict:
+    """Refuses what would lose work or mix two runs; returns the fields a resume changes."""
+    owner = type(config).__name__
+    if not config.resume:
+        if directory.exists():
+            raise ConfigError(
+                f"{owner}.run_name={directory.name!r} names an existing run ({directory.path}): "
+                f"continue it with --resume (resume=True), or choose another --run-name"
+            )
+        if os.path.isdir(directory.path) and os.listdir(directory.path):
+            raise ConfigError(
+                f"{owner}.run_name={directory.name!r}: {directory.path} exists and is not a run "
+                f"directory (no config.json); choose another --run-name"
+            )
+        return {}
+    if not directory.exists():
+        root = os.path.dirname(directory.path)
+        runs = sorted(os.listdir(root)) if os.path.isdir(root) else []
+        close = difflib.get_close_matches(directory.name, runs, n=3)
+        hint = f"; did you mean {close}?" if close else f"; runs there: {runs[:20]}" if runs else ""
+        raise ConfigError(
+            f"{owner}.resume: no run {directory.name!r} in {root} (no config.json){hint}"
+        )
+    stored = directory.read_config()
+    current = {"runtime": runtime}
+    changes = changed_fields({k: v for k, v in stored.items() if k != "runtime"}, config)
+    if stored.get("runtime", runtime) != runtime:
+        changes = {"runtime": (stored.get("runtime"), current["runtime"]), **changes}
+    allowed = type(config).MAY_CHANGE_ON_RESUME
+    refused = {k: v for k, v in changes.items() if k.split(".")[0] not in allowed}
+    if refused:
+        lines = "\n".join(f"  {k}: {old!r} -> {new!r}" for k, (old, new) in refused.items())
+        raise ConfigError(
+            f"cannot resume {directory.path}: these fields differ from the run's and change "
+            f"what is learned:\n{lines}\nresume with the run's values (omit these flags), or "
+            f"start a new run (another --run-name)"
+        )
+    return changes
+
+
+def _check_renders(spec: Any, owner: str) -> None:
+    """Fails before compiling when `spec`'s observations have no picture (videos)."""
+    from podracer.envs import render
+
+    blank = np.zeros(spec.observation_shape, spec.observation_dtype)
+    try:
+        render(spec, blank)
+    except ValueError as e:
+        raise ConfigError(f"{owner}.video_interval: {e}") from None

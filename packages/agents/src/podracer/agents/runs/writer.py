@@ -1,0 +1,159 @@
+"""Metric rows to `metrics.jsonl`, TensorBoard and (optionally) Weights & Biases.
+
+`metrics.jsonl` is the record: one JSON object per row, `{"env_steps", "time", ...}`
+(plus `"seed"` in a multi-seed run, one row per seed). On resume the writer first drops
+the rows logged after the restored checkpoint (they are replayed, exactly) and rebuilds
+the TensorBoard events from the rows kept, so both hold each step once. Only process 0
+writes; other processes get a writer that drops everything, so callers never branch.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import math
+import os
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from podracer.agents.runs.directory import RunDir
+from podracer.agents.validation import ConfigError
+
+
+class MetricWriter:
+    """Writes flat scalar rows keyed by env steps.
+
+    Args:
+      run_dir: where to write; None writes nothing (non-zero processes, no run dir).
+      tensorboard: also write TensorBoard events (under `run_dir/tensorboard`; one
+        subfolder per seed in multi-seed runs, so TensorBoard shows each seed as a run).
+      truncate_after: on resume, the restored env-step count: rows after it are dropped.
+      wandb: `dict(project=..., entity=..., mode=..., config=...)` to log to W&B too.
+    """
+
+    def __init__(
+        self,
+        run_dir: RunDir | None,
+        tensorboard: bool = True,
+        truncate_after: int | None = None,
+        wandb: dict[str, Any] | None = None,
+    ):
+        self._run_dir = run_dir
+        self._file = None
+        self._tb: dict[int | None, Any] = {}
+        self._tensorboard = tensorboard
+        self._wandb = None
+        if run_dir is None:
+            return
+        os.makedirs(run_dir.path, exist_ok=True)
+        kept = None
+        if truncate_after is not None or os.path.exists(run_dir.metrics_file):
+            # Rewriting also drops a line torn by a crash, which appending would corrupt.
+            limit = math.inf if truncate_after is None else truncate_after
+            kept = [m for m in run_dir.read_metrics() if m["env_steps"] <= limit]
+            tmp = run_dir.metrics_file + ".tmp"
+            with open(tmp, "w") as f:
+                f.writelines(json.dumps(m) + "\n" for m in kept)
+            os.replace(tmp, run_dir.metrics_file)
+        self._file = open(run_dir.metrics_file, "a")
+        if tensorboard:
+            # Events are derived from metrics.jsonl: rebuilding them keeps each step once.
+            for old in glob.glob(os.path.join(run_dir.tensorboard, "**", "events.out.tfevents.*"),
+                                 recursive=True):  # fmt: skip
+                os.remove(old)
+            for row in kept or []:
+                self._write_tensorboard(row)
+        if wandb is not None:
+            self._wandb = _start_wandb(run_dir, **wandb)
+
+    def write(self, env_steps: int, metrics: Mapping[str, Any], seed: int | None = None) -> None:
+        """One row; `seed` is the seed index in a multi-seed run."""
+        if self._file is None:
+            return
+        row: dict[str, Any] = {"env_steps": int(env_steps), "time": time.time()}
+        if seed is not None:
+            row["seed"] = int(seed)
+        row.update({k: float(np.asarray(v)) for k, v in metrics.items()})
+        self._file.write(json.dumps(row) + "\n")
+        self._file.flush()
+        if self._tensorboard:
+            self._write_tensorboard(row)
+        if self._wandb is not None:
+            prefix = "" if seed is None else f"seed_{seed}/"
+            values = {prefix + k: v for k, v in row.items() if k not in ("env_steps", "time", "seed")}
+            self._wandb.log({"global_step": row["env_steps"], **values})
+
+    def _write_tensorboard(self, row: dict[str, Any]) -> None:
+        seed = row.get("seed")
+        if seed not in self._tb:
+            from tensorboardX import SummaryWriter  # heavy import, only when writing
+
+            folder = self._run_dir.tensorboard
+            self._tb[seed] = SummaryWriter(folder if seed is None else os.path.join(folder, f"seed_{seed}"))
+        tb = self._tb[seed]
+        for k, v in row.items():
+            if k not in ("env_steps", "time", "seed") and math.isfinite(v):
+                tb.add_scalar(k, v, row["env_steps"], walltime=row.get("time"))
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        for tb in self._tb.values():
+            tb.close()
+        self._tb = {}
+        if self._wandb is not None:
+            self._wandb.finish()
+            self._wandb = None
+
+
+def _start_wandb(run_dir: RunDir, project: str, entity: str | None, mode: str, config: dict):
+    """A W&B run for `run_dir`; a resumed run continues the same W&B run (its id is kept
+    in `run_dir/wandb.json`). Steps are env steps (`global_step`, as CleanRL logs)."""
+    try:
+        import wandb
+    except ImportError:
+        raise ConfigError(
+            "RunConfig.wandb_project needs the wandb extra: pip install 'podracer-agents[wandb]'"
+        ) from None
+    id_file = os.path.join(run_dir.path, "wandb.json")
+    run_id = None
+    if os.path.exists(id_file):
+        with open(id_file) as f:
+            run_id = json.load(f)["id"]
+    run = wandb.init(
+        project=project, entity=entity, mode=mode, dir=run_dir.path, name=run_dir.name,
+        id=run_id, resume="allow", config=config,
+    )  # fmt: skip
+    if run_id is None:
+        with open(id_file, "w") as f:
+            json.dump({"id": run.id}, f)
+    run.define_metric("global_step")
+    run.define_metric("*", step_metric="global_step")
+    return run
+
+
+def read_tensorboard(folder: str | os.PathLike) -> list[tuple[str, int, float]]:
+    """`(tag, step, value)` of every scalar in the event files under `folder`, in file
+    order: what TensorBoard would plot, read without TensorFlow (TFRecords of
+    tensorboardX's `Event` protos)."""
+    import struct
+
+    from tensorboardX.proto import event_pb2
+
+    out = []
+    pattern = os.path.join(os.fspath(folder), "**", "events.out.tfevents.*")
+    for path in sorted(glob.glob(pattern, recursive=True)):
+        with open(path, "rb") as f:
+            data = f.read()
+        offset = 0
+        while offset + 12 <= len(data):
+            (length,) = struct.unpack("<Q", data[offset : offset + 8])
+            record = data[offset + 12 : offset + 12 + length]  # after the length and its crc
+            offset += 12 + length + 4  # and the record's crc
+            event = event_pb2.Event.FromString(record)
+            out.extend((v.tag, event.step, v.simple_value) for v in event.summary.value)
+    return out

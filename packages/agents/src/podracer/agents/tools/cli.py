@@ -1,0 +1,51 @@
+"""`podracer`: the tools around runs, one subcommand each.
+
+podracer plot runs/a runs/b --aggregate iqm     curves, bands over seeds, a summary table
+podracer launch -n 2 -- anakin --distributed    a multi-process run on this machine
+"""
+
+from __future__ import annotations
+
+import sys
+
+_COMMANDS = {
+    "eval": ("podracer.agents.tools.evaluate", "episodes of a saved agent, on any env of its spec"),
+    "plot": ("podracer.agents.tools.plot", "curves of one or more runs, aggregated over seeds"),
+    "launch": ("podracer.agents.runs.launch", "run N local processes of a multi-host run"),
+}
+
+
+# Modules of the tools extra (podracer-agents[tools]), imported by the commands that use them.
+_EXTRAS = ("matplotlib", "rliable", "imageio", "imageio_ffmpeg")
+
+
+def _usage() -> str:
+    lines = ["usage: podracer COMMAND [ARGS ...]", "", "commands:"]
+    lines += [f"  {name:<8} {doc}" for name, (_, doc) in _COMMANDS.items()]
+    lines += ["", "`podracer COMMAND --help` shows a command's own flags."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import importlib
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(_usage())
+        return 0 if argv else 2
+    if argv[0] not in _COMMANDS:
+        print(f"podracer: unknown command {argv[0]!r}\n\n{_usage()}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(_COMMANDS[argv[0]][0])
+    try:
+        return module.main(argv[1:])
+    except ImportError as e:
+        if e.name not in _EXTRAS:
+            raise
+        print(f"podracer {argv[0]}: needs {e.name}, from the tools extra: "
+              f"pip install 'podracer-agents[tools]'", file=sys.stderr)  # fmt: skip
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""`podracer eval RUN[@STEP][:SEED]`: episodes of a saved agent, on any env whose spec matches.
+
+    podracer eval runs/cartpole                          # the newest checkpoint, its own env
+    podracer eval runs/cartpole@best --episodes 100      # the best by greedy evaluation
+    podracer eval runs/cartpole --env envpool:CartPole-v1 --video 2
+    podracer eval runs/seeds@latest:3 --sampled          # seed 3 of a multi-seed run, sampled
+
+A JaxEnv (catch, gymnax:..., brax:...) plays on device in one compiled loop; a host env
+(envpool:...) from Python, so a checkpoint of either runtime evaluates on either kind of
+env. Prints the return's mean, std, min and max over the episodes and appends the same to
+the run's `eval.json` (a list, one entry per evaluation); `--video N` also writes the first
+N episodes to `videos/eval_<step>_<env>.mp4`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+
+def evaluate(
+    source: str,
+    env: str | None = None,
+    episodes: int = 32,
+    greedy: bool = True,
+    max_steps: int = 10_000,
+    seed: int = 0,
+    video: int = 0,
+    runs_root: str = "runs",
+) -> dict[str, Any]:
+    """Plays `episodes` episodes of the agent saved at `source` and records them (in the
+    run's eval.json and, with `video`, an MP4); returns the record."""
+    import jax
+
+    from podracer.agents.evaluation import env_keys
+    from podracer.agents.evaluation import host_episodes
+    from podracer.agents.evaluation import jax_episodes
+    from podracer.agents.runs.source import load
+    from podracer.agents.runs.source import parse_source
+    from podracer.agents.validation import ConfigError
+    from podracer.envs import is_jax_env
+    from podracer.envs import make
+    from podracer.envs import make_host
+
+    where = parse_source(source, runs_root, owner="podracer eval")
+    env_name = env or where.run.read_config()["env"]
+    try:
+        jax_env = make(env_name) if is_jax_env(env_name) else None
+        host_env = None if jax_env else make_host(env_name, num_envs=episodes, seed=seed)
+    except (ValueError, ImportError) as e:
+        raise ConfigError(f"podracer eval --env: {e}") from None
+    spec = (jax_env or host_env).spec
+    loaded = load(where, spec, owner="podracer eval")
+    params = loaded.params
+    start = time.perf_counter()
+    if jax_env is not None:
+        play = jax.jit(jax_episodes(loaded.agent, jax_env, max_steps, greedy))
+        returns, lengths = jax.device_get(
+            play(params, env_keys(jax.random.PRNGKey(seed), episodes))
+        )
+    else:
+        played = host_episodes(
+            loaded.agent, host_env, params, max_steps, greedy, jax.random.PRNGKey(seed)
+        )
+        returns, lengths = played.returns, played.lengths
+        host_env.close()
+    returns, lengths = np.asarray(returns, np.float64), np.asarray(lengths)
+    record = {
+        "time": time.time(),
+        "source": f"{where.run.name}@{loaded.step}"
+        + (f":{where.seed_index}" if where.seed_index else ""),
+        "step": loaded.step,
+        "env_steps": loaded.metadata["env_steps"],
+        "env": env_name,
+        "episodes": int(returns.size),
+        "policy": "greedy" if greedy else "sampled",
+        "seed": seed,
+        "mean": float(returns.mean()),
+        "std": float(returns.std()),
+        "min": float(returns.min()),
+        "max": float(returns.max()),
+        "length_mean": float(lengths.mean()),
+        "seconds": time.perf_counter() - start,
+    }
+    if video:
+        from podracer.agents.runs.video import Recorder
+
+        recorder = Recorder(loaded.agent, env_name, episodes=video, greedy=greedy)
+        name = f"eval_{loaded.step}_{env_name.replace(':', '-').replace('/', '-')}.mp4"
+        record["video"] = recorder.record(os.path.join(where.run.videos, name), params, seed)
+        recorder.close()
+    _append(os.path.join(where.run.path, "eval.json"), record)
+    return record
+
+
+def _append(path: str, record: dict[str, Any]) -> None:
+    """Adds `record` to the JSON list at `path`, atomically (earlier entries are kept)."""
+    entries = []
+    if os.path.exists(path):
+        with open(path) as f:
+            entries = json.load(f)
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump([*entries, record], f, indent=2)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="podracer eval",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "source", metavar="RUN[@STEP][:SEED]", help="a run dir or name; STEP: latest, best or N"
+    )
+    parser.add_argument("--env", help="an env with the same spec (default: the run's own)")
+    parser.add_argument("--episodes", type=int, default=32)
+    parser.add_argument("--sampled", action="store_true", help="act as in training, not greedily")
+    parser.add_argument(
+        "--max-steps", type=int, default=10_000, help="per episode, for envs without a time limit"
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--video", type=int, default=0, metavar="N", help="record the first N episodes"
+    )
+    parser.add_argument("--runs-root", default="runs")
+    args = parser.parse_args(argv)
+    for name in ("episodes", "max_steps"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be >= 1")
+    from podracer.agents.validation import ConfigError
+
+    try:
+        r = evaluate(args.source, args.env, args.episodes, not args.sampled, args.max_steps,
+                     args.seed, args.video, args.runs_root)  # fmt: skip
+    except ConfigError as e:
+        print(f"podracer eval: error: {e}", file=sys.stderr)
+        return 2
+    print(
+        f"{r['source']} on {r['env']}: {r['episodes']} {r['policy']} episodes, return "
+        f"{r['mean']:.4g} +- {r['std']:.3g} (min {r['min']:.4g}, max {r['max']:.4g}), "
+        f"length {r['length_mean']:.1f}"
+        + (f"; video {r['video']}" if "video" in r else "")
+        + ("" if math.isfinite(r["mean"]) else " (no finite return)")
+    )
+    return 0

@@ -1,0 +1,145 @@
+"""The command-line helper on the toy runtime: presets, config files, resume, errors."""
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from typing import ClassVar
+
+import pytest
+
+from podracer.agents import AGENTS
+from podracer.agents import PPOConfig
+from podracer.agents import QLambdaConfig
+from podracer.agents import register_agent
+from podracer.agents.runs import PRESETS
+from podracer.agents.runs import Preset
+from podracer.agents.runs import RunConfig
+from podracer.agents.runs import parse_cli
+from podracer.agents.runs import register_preset
+from podracer.agents.runs import run_cli
+
+
+@dataclasses.dataclass(frozen=True)
+class ToyRunConfig(RunConfig):
+    """A toy runtime's config."""
+
+    num_envs: int = 4  # the toy runtime's only size
+
+    RUNTIME: ClassVar[str] = "toy"
+
+
+@dataclasses.dataclass(frozen=True)
+class WidthConfig:
+    width: int = 2  # units of the toy agent's layer
+
+
+@pytest.fixture
+def toy_preset():
+    register_preset(
+        "ppo", "classic", Preset(PPOConfig(num_epochs=7), {"toy": {"num_envs": 16}}, "a test")
+    )
+    saved = dict(PRESETS)
+    yield
+    PRESETS.clear()
+    PRESETS.update(saved)
+
+
+def parse(*argv):
+    return parse_cli(ToyRunConfig, list(argv))
+
+
+def test_the_env_familys_preset_applies_and_explicit_flags_win(toy_preset):
+    config, source = parse("--env", "gymnax:CartPole-v1", "--agent", "ppo")
+    assert config.num_envs == 16 and config.agent_config == PPOConfig(num_epochs=7)
+    assert source == "preset 'classic' for ppo: a test"
+    config, _ = parse("--env", "gymnax:CartPole-v1", "--agent", "ppo", "--num-envs", "8",
+                      "--ppo.num-epochs", "2", "--ppo.learning-rate", "1e-3")  # fmt: skip
+    assert config.num_envs == 8
+    assert config.agent_config == PPOConfig(num_epochs=2, learning_rate=1e-3)
+
+
+def test_a_family_without_a_preset_uses_the_agents_defaults(toy_preset):
+    config, source = parse("--env", "envpool:Pong-v5", "--agent", "ppo")
+    assert config.agent_config == PPOConfig() and config.num_envs == 4
+    assert source == "no preset for ppo on envpool:Pong-v5: the agent's defaults"
+    with pytest.raises(
+        ValueError, match=r"--preset must be one of \['catch', 'classic', 'minatar'\]"
+    ):
+        parse("--agent", "ppo", "--preset", "atari")
+
+
+def test_a_config_file_reruns_a_runs_exact_config(tmp_path, toy_train):
+    original, _ = parse(
+        "--agent", "qlambda", "--qlambda.lambda_", "0.5", "--seed", "7",
+        "--runs-root", str(tmp_path), "--run-name", "a", "--no-progress",
+    )  # fmt: skip
+    toy_train(original)
+    again, source = parse("--config", str(tmp_path / "a" / "config.json"), "--run-name", "b")
+    assert again == dataclasses.replace(original, run_name="b")
+    assert again.agent_config == QLambdaConfig(lambda_=0.5) and source.startswith("config from")
+
+
+def test_resume_starts_from_the_runs_own_config(tmp_path, toy_train):
+    first, _ = parse("--seed", "5", "--runs-root", str(tmp_path), "--run-name", "r",
+                     "--no-progress", "--total-env-steps", "30")  # fmt: skip
+    toy_train(first)
+    resumed, source = parse("--runs-root", str(tmp_path), "--run-name", "r", "--resume",
+                            "--total-env-steps", "60")  # fmt: skip
+    assert resumed.seed == 5 and resumed.resume and resumed.total_env_steps == 60
+    assert source == f"resuming {tmp_path / 'r'} with its config"
+    assert toy_train(resumed).env_steps == 60
+
+
+def test_a_registered_agent_gets_its_flags():
+    register_agent("width", WidthConfig, "unused:factory", "a toy agent")
+    try:
+        config, _ = parse("--agent", "width", "--width.width", "5")
+        assert config.agent_config == WidthConfig(width=5)
+    finally:
+        del AGENTS["width"]
+
+
+def test_bad_values_end_with_one_line_and_status_2(capsys, toy_train):
+    assert run_cli(ToyRunConfig, toy_train, ["--seed", "-1"]) == 2
+    err = capsys.readouterr().err
+    assert err == "toy: error: ToyRunConfig.seed must be an int >= 0, got -1\n"
+    assert run_cli(ToyRunConfig, toy_train, ["--agent", "ipmala"]) == 2
+    assert "Did you mean 'impala'?" in capsys.readouterr().err
+    # tyro reports a nested config's error in its own box, naming the field too.
+    with pytest.raises(SystemExit) as info:
+        run_cli(ToyRunConfig, toy_train, ["--qlambda.gamma", "2"])
+    assert info.value.code == 2
+    assert "QLambdaConfig.gamma must be in [0.0, 1.0], got 2.0" in capsys.readouterr().err
+
+
+def test_a_refused_run_is_one_line_too(tmp_path, capsys, toy_train):
+    args = [
+        "--runs-root",
+        str(tmp_path),
+        "--run-name",
+        "x",
+        "--no-progress",
+        "--total-env-steps",
+        "20",
+    ]
+    assert run_cli(ToyRunConfig, toy_train, args) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("toy: qlambda on catch: 20 env steps,") and f"run {tmp_path / 'x'}" in out
+    assert run_cli(ToyRunConfig, toy_train, args) == 2
+    assert "names an existing run" in capsys.readouterr().err
+    with open(os.path.join(tmp_path, "x", "config.json")) as f:
+        assert json.load(f)["total_env_steps"] == 20
+
+
+def test_parsing_imports_no_jax():
+    code = (
+        "import sys\nfrom podracer.agents.runs.cli import parse_cli\n"
+        "from podracer.agents.runs.config import RunConfig\n"
+        "parse_cli(RunConfig, ['--agent', 'muzero', '--env', 'gymnax:CartPole-v1'])\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'flax', 'orbax')))"
+    )
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.strip() == "[]"

@@ -1,0 +1,98 @@
+"""Metric rows: metrics.jsonl and TensorBoard hold each step once, also after a resume."""
+
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+
+from podracer.agents.runs import MetricWriter
+from podracer.agents.runs import RunDir
+from podracer.agents.runs import read_tensorboard
+
+
+def test_rows_go_to_jsonl_and_tensorboard(tmp_path):
+    run = RunDir(tmp_path, "exp")
+    writer = MetricWriter(run)
+    writer.write(100, {"charts/episodic_return": np.float32(1.5), "losses/value": 0.25})
+    writer.write(200, {"charts/episodic_return": 2.0, "charts/SPS": float("nan")})
+    writer.close()
+    rows = run.read_metrics()
+    assert [r["env_steps"] for r in rows] == [100, 200] and rows[0]["losses/value"] == 0.25
+    assert all(abs(r["time"] - rows[0]["time"]) < 60 for r in rows)
+    assert math.isnan(rows[1]["charts/SPS"])
+    scalars = read_tensorboard(run.tensorboard)
+    assert ("charts/episodic_return", 100, 1.5) in scalars
+    assert ("charts/episodic_return", 200, 2.0) in scalars
+    assert not any(tag == "charts/SPS" for tag, _, _ in scalars)  # NaN is not written
+
+
+def test_a_resume_drops_later_rows_and_rebuilds_tensorboard(tmp_path):
+    run = RunDir(tmp_path, "resume")
+    writer = MetricWriter(run)
+    for steps in (10, 20, 30, 40):
+        writer.write(steps, {"x": steps})
+    writer.close()
+    # The run resumes from its checkpoint at step 20; steps 30 and 40 are replayed.
+    writer = MetricWriter(run, truncate_after=20)
+    writer.write(30, {"x": -30})
+    writer.write(40, {"x": -40})
+    writer.close()
+    assert [(m["env_steps"], m["x"]) for m in run.read_metrics()] == [
+        (10, 10), (20, 20), (30, -30), (40, -40)
+    ]  # fmt: skip
+    assert sorted(read_tensorboard(run.tensorboard)) == [
+        ("x", 10, 10.0), ("x", 20, 20.0), ("x", 30, -30.0), ("x", 40, -40.0)
+    ]  # fmt: skip
+
+
+def test_a_line_torn_by_a_crash_is_dropped_before_appending(tmp_path):
+    run = RunDir(tmp_path, "torn")
+    os.makedirs(run.path)
+    with open(run.metrics_file, "w") as f:
+        f.write('{"env_steps": 10, "x": 1.0}\n{"env_steps": 20, "x"')
+    writer = MetricWriter(run, tensorboard=False)
+    writer.write(30, {"x": 3.0})
+    writer.close()
+    assert [(m["env_steps"], m["x"]) for m in run.read_metrics()] == [(10, 1.0), (30, 3.0)]
+
+
+def test_multi_seed_rows_carry_their_seed_and_a_tensorboard_run_each(tmp_path):
+    run = RunDir(tmp_path, "seeds")
+    writer = MetricWriter(run)
+    for seed in range(3):
+        writer.write(8, {"charts/episodic_return": float(seed)}, seed=seed)
+    writer.close()
+    assert [r["seed"] for r in run.read_metrics()] == [0, 1, 2]
+    assert sorted(os.listdir(run.tensorboard)) == ["seed_0", "seed_1", "seed_2"]
+    assert read_tensorboard(os.path.join(run.tensorboard, "seed_2")) == [
+        ("charts/episodic_return", 8, 2.0)
+    ]
+
+
+def test_a_writer_without_a_run_dir_drops_everything():
+    writer = MetricWriter(None)
+    writer.write(1, {"x": 1.0})
+    writer.close()
+
+
+def test_wandb_offline_writes_its_files_and_continues_the_run_on_resume(tmp_path, monkeypatch):
+    pytest.importorskip("wandb")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    run = RunDir(tmp_path, "wb")
+    options = dict(project="podracer-test", entity=None, mode="offline", config={"seed": 3})
+    writer = MetricWriter(run, tensorboard=False, wandb=options)
+    writer.write(64, {"charts/episodic_return": 5.0})
+    writer.close()
+    with open(os.path.join(run.path, "wandb.json")) as f:
+        run_id = json.load(f)["id"]
+    offline = [
+        d for d in os.listdir(os.path.join(run.path, "wandb")) if d.startswith("offline-run-")
+    ]
+    assert len(offline) == 1 and offline[0].endswith(run_id)
+    files = os.listdir(os.path.join(run.path, "wandb", offline[0]))
+    assert any(f.endswith(".wandb") for f in files)
+    MetricWriter(run, tensorboard=False, wandb=options, truncate_after=64).close()
+    with open(os.path.join(run.path, "wandb.json")) as f:
+        assert json.load(f)["id"] == run_id  # the same W&B run

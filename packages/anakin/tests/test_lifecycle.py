@@ -1,0 +1,185 @@
+"""The run lifecycle through the `anakin` command: signals, reuse, refused resumes, errors.
+
+Each signal case runs the real command in a subprocess, interrupts it, resumes it, and
+compares the result with an uninterrupted run of the same length (exact: Anakin's
+checkpoint holds env states and keys).
+"""
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import jax
+import numpy as np
+import pytest
+
+from podracer.agents import AGENTS
+from podracer.agents import ImpalaConfig
+from podracer.agents import make_impala
+from podracer.agents import register_agent
+from podracer.agents.runs import read_tensorboard
+from podracer.anakin import AnakinConfig
+from podracer.anakin import train
+from podracer.anakin.cli import main
+
+CHUNK = 8 * 4 * 5  # env steps per chunk of the tiny config
+TINY = ["--num-envs", "8", "--rollout-length", "4", "--updates-per-chunk", "5"]
+VOLATILE = ("time", "charts/SPS", "timing/")  # wall-clock columns
+
+
+def learning_columns(rows):
+    return [{k: v for k, v in r.items() if not k.startswith(VOLATILE)} for r in rows]
+
+
+def anakin(*args, **kwargs):
+    return subprocess.Popen(
+        [sys.executable, "-m", "podracer.anakin.cli", *TINY, *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
+def test_a_signal_ends_with_a_checkpoint_and_the_resumed_run_equals_an_uninterrupted_one(
+    tmp_path, name
+):
+    root = str(tmp_path)
+    run = tmp_path / "sig"
+    child = anakin("--total-env-steps", str(10**9), "--run-name", "sig", "--runs-root", root,
+                   "--no-progress")  # fmt: skip
+    deadline = time.monotonic() + 120
+    metrics = run / "metrics.jsonl"
+    while not metrics.exists() or len(metrics.read_text().splitlines()) < 3:
+        assert child.poll() is None and time.monotonic() < deadline, child.communicate()
+        time.sleep(0.05)
+    child.send_signal(getattr(signal, name))
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 0, err[-3000:]
+    assert "Traceback" not in err
+    steps = [json.loads(x)["env_steps"] for x in (run / "metrics.jsonl").read_text().splitlines()]
+    stopped = steps[-1]
+    assert f"interrupted at env step {stopped:,}" in err
+    assert f"Resume with: anakin --run-name sig --runs-root {root} --resume" in err
+    assert os.listdir(run / "checkpoints") == [str(stopped // CHUNK)]
+
+    total = stopped + 2 * CHUNK
+    resumed = anakin("--run-name", "sig", "--runs-root", root, "--resume",
+                     "--total-env-steps", str(total))  # fmt: skip
+    _, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err[-3000:]
+    reference = train(AnakinConfig(num_envs=8, rollout_length=4, updates_per_chunk=5,
+                                   total_env_steps=total, runs_root=root, run_name="ref",
+                                   progress=False))  # fmt: skip
+    rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["env_steps"] for r in rows] == list(range(CHUNK, total + 1, CHUNK))  # each once
+    assert learning_columns(rows) == learning_columns(reference.history)
+    tags = [(t, s) for t, s, _ in read_tensorboard(run / "tensorboard") if t == "losses/total"]
+    assert tags == [("losses/total", s) for s in range(CHUNK, total + 1, CHUNK)]
+
+
+def test_a_second_signal_exits_at_once(tmp_path):
+    # A chunk of ~2 s on this machine: both signals arrive while it runs.
+    child = anakin("--num-envs", "256", "--updates-per-chunk", "500", "--total-env-steps",
+                   str(10**9), "--runs-root", str(tmp_path), "--run-name", "twice")  # fmt: skip
+    while not (tmp_path / "twice" / "metrics.jsonl").exists():
+        assert child.poll() is None, child.communicate()
+        time.sleep(0.05)
+    child.send_signal(signal.SIGINT)
+    time.sleep(0.2)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 128 + signal.SIGINT
+    assert "second SIGINT: exiting now without a final checkpoint" in err
+    assert "Traceback" not in err
+
+
+def test_a_reused_name_is_refused_before_compiling(tmp_path, capsys):
+    args = [*TINY, "--total-env-steps", str(CHUNK), "--runs-root", str(tmp_path), "--run-name", "r"]
+    assert main([*args, "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "names an existing run" in err and "--resume" in err and "another --run-name" in err
+
+
+def test_a_resume_with_another_agent_or_network_is_refused_naming_the_fields(tmp_path, capsys):
+    args = [*TINY, "--runs-root", str(tmp_path), "--run-name", "r", "--no-progress"]
+    assert main([*args, "--total-env-steps", str(CHUNK)]) == 0
+    capsys.readouterr()
+    assert main([*args, "--resume", "--qlambda.hidden-sizes", "32", "32"]) == 2
+    err = capsys.readouterr().err
+    assert "agent_config.hidden_sizes: [256] -> [32, 32]" in err
+    assert main([*args, "--resume", "--agent", "ppo"]) == 2
+    assert "agent: 'qlambda' -> 'ppo'" in capsys.readouterr().err
+
+
+def test_a_corrupt_newest_checkpoint_falls_back_to_the_previous(tmp_path, capsys):
+    config = AnakinConfig(num_envs=8, rollout_length=4, updates_per_chunk=5, progress=False,
+                          total_env_steps=3 * CHUNK, checkpoint_interval=CHUNK,
+                          runs_root=str(tmp_path), run_name="c")  # fmt: skip
+    full = train(config)
+    checkpoints = tmp_path / "c" / "checkpoints"
+    (checkpoints / "3" / "metadata" / "metadata").write_text('{"format": 2, "step"')
+    resumed = train(dataclasses.replace(config, resume=True))
+    assert "skipping checkpoint" in capsys.readouterr().err
+    assert sorted(os.listdir(checkpoints)) == ["1", "2", "3", "3.corrupt"]
+    jax.tree.map(np.testing.assert_array_equal, jax.device_get(full.state.train),
+                 jax.device_get(resumed.state.train))  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class TinyConfig:
+    """A registered toy agent's hyperparameters."""
+
+    hidden: int = 8  # units of its one hidden layer
+
+
+def make_tiny(spec, config, total_updates=None):
+    return make_impala(spec, ImpalaConfig(hidden_sizes=(config.hidden,)), total_updates)
+
+
+def test_a_registered_agent_trains_from_the_command_line(tmp_path):
+    register_agent("tiny", TinyConfig, make_tiny, "a toy agent")
+    try:
+        args = [*TINY, "--total-env-steps", str(2 * CHUNK), "--runs-root", str(tmp_path),
+                "--run-name", "t", "--agent", "tiny", "--tiny.hidden", "4",
+                "--no-progress"]  # fmt: skip
+        assert main(args) == 0
+    finally:
+        del AGENTS["tiny"]
+    stored = json.loads((tmp_path / "t" / "config.json").read_text())
+    assert stored["agent"] == "tiny" and stored["agent_config"] == {"hidden": 4}
+    rows = [json.loads(x) for x in (tmp_path / "t" / "metrics.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 and np.isfinite(rows[-1]["losses/policy"])
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--env", "envpool:CartPole-v1"], "host environment"),
+        (["--env", "gymnax:CartPole-v1", "--qlambda.torso", "nature_cnn"],
+         "QLambdaConfig.torso='nature_cnn' needs image observations"),
+        (["--num-envs", "1000000000"], "AnakinConfig.num_envs=1000000000 needs at least"),
+        (["--env", "gymnax:Pendulum-v1"], "agent 'qlambda' acts in discrete action spaces"),
+    ],
+)  # fmt: skip
+def test_bad_input_is_one_line_before_compiling(tmp_path, capsys, args, message):
+    assert main([*args, "--runs-root", str(tmp_path), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("anakin: error: ") and err.count("\n") == 1 and message in err
+    assert not os.listdir(tmp_path)  # no run directory left behind
+
+
+def test_help_imports_no_jax():
+    code = (
+        "import sys\nfrom podracer.anakin.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print('IMPORTED', sorted(m for m in sys.modules if m in ('jax', 'flax', 'orbax')))"
+    )
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert child.returncode == 0, child.stderr
+    assert "--agent" in child.stdout and "--muzero.search.policy" in child.stdout
+    assert child.stdout.splitlines()[-1] == "IMPORTED []"

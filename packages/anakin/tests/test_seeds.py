@@ -1,0 +1,67 @@
+"""Many seeds in one program (`num_seeds`): each seed is the run it would be alone."""
+
+import dataclasses
+import json
+import shutil
+
+import jax
+import numpy as np
+import pytest
+
+from podracer.anakin import AnakinConfig
+from podracer.anakin import train
+
+VOLATILE = ("time", "charts/SPS", "timing/")
+
+
+def tiny(tmp_path, **changes) -> AnakinConfig:
+    fields = dict(num_envs=8, rollout_length=8, updates_per_chunk=4, total_env_steps=3 * 256,
+                  runs_root=str(tmp_path), progress=False, eval_interval=512,
+                  eval_episodes=4)  # fmt: skip
+    return AnakinConfig(**{**fields, **changes})
+
+
+def learning(rows):
+    return [
+        {k: v for k, v in r.items() if not k.startswith(VOLATILE) and k != "seed"} for r in rows
+    ]
+
+
+@pytest.mark.parametrize("agent", ["qlambda", "ppo"])
+def test_seed_k_of_a_multi_seed_run_is_the_run_with_seed_plus_k(tmp_path, agent):
+    multi = train(tiny(tmp_path, agent=agent, seed=10, num_seeds=3, run_name="multi"))
+    for k in (0, 2):
+        alone = train(tiny(tmp_path, agent=agent, seed=10 + k, run_name=f"alone{k}"))
+        ours = jax.tree.map(
+            lambda x, k=k: np.asarray(x)[k], jax.device_get(multi.state.train.params)
+        )
+        jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6),
+                     ours, jax.device_get(alone.state.train.params))  # fmt: skip
+        rows = [r for r in multi.history if r["seed"] == k]
+        for a, b in zip(learning(rows), learning(alone.history), strict=True):
+            assert a.keys() == b.keys()
+            for name in a:
+                assert a[name] == pytest.approx(b[name], rel=1e-4, abs=1e-6), name
+    logged = [
+        json.loads(x) for x in (tmp_path / "multi" / "metrics.jsonl").read_text().splitlines()
+    ]
+    assert [(r["env_steps"], r["seed"]) for r in logged][:3] == [(256, 0), (256, 1), (256, 2)]
+    assert sorted(p.name for p in (tmp_path / "multi" / "tensorboard").iterdir()) == [
+        "seed_0", "seed_1", "seed_2"
+    ]  # fmt: skip
+
+
+def test_a_multi_seed_run_resumes_exactly(tmp_path):
+    config = tiny(tmp_path, num_seeds=2, run_name="a", checkpoint_interval=256)
+    full = train(config)
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    for step in ("2", "3"):
+        shutil.rmtree(tmp_path / "b" / "checkpoints" / step)
+    resumed = train(dataclasses.replace(config, run_name="b", resume=True))
+    jax.tree.map(
+        np.testing.assert_array_equal, jax.device_get(full.state), jax.device_get(resumed.state)
+    )
+    rows = lambda name: learning(
+        json.loads(x) for x in (tmp_path / name / "metrics.jsonl").read_text().splitlines()
+    )  # noqa: E501,E731
+    assert rows("a") == rows("b")

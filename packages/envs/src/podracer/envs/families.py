@@ -1,0 +1,51 @@
+"""The task family of an environment name, for per-family presets (pure strings, no JAX).
+
+    env_family("gymnax:Breakout-MinAtar") == "minatar"
+    env_family("envpool:Pong-v5") == "atari"
+
+Families: "catch" (this package's Catch); "minatar" (gymnax `*-MinAtar`); "classic"
+(classic control: CartPole, Acrobot, MountainCar(Continuous), Pendulum, from gymnax or
+envpool, and gymnax's other small bsuite/misc tasks); "atari" (envpool's ALE games,
+`*-v5`); "mujoco" (envpool's gym MuJoCo tasks: Ant, HalfCheetah, Hopper, ...); "brax";
+"other" for any name outside these (no family preset applies).
+"""
+
+from __future__ import annotations
+
+FAMILIES = ("catch", "minatar", "classic", "atari", "mujoco", "brax", "other")
+
+_CLASSIC = frozenset(("CartPole", "Acrobot", "MountainCar", "MountainCarContinuous", "Pendulum"))
+# envpool's gym MuJoCo tasks (any version: v2..v5). Their v5 names would otherwise read
+# as Atari games, which are the only other `-v5` tasks in envpool.
+_MUJOCO = frozenset((
+    "Ant", "HalfCheetah", "Hopper", "Humanoid", "HumanoidStandup", "InvertedDoublePendulum",
+    "InvertedPendulum", "Pusher", "Reacher", "Swimmer", "Walker2d",
+))  # fmt: skip
+
+
+def task_base(task: str) -> str:
+    """The task without its version: "HalfCheetah-v4" -> "HalfCheetah"."""
+    base, sep, version = task.rpartition("-v")
+    return base if sep and version.isdigit() else task
+
+
+def env_family(name: str) -> str:
+    """The family of the environment `name` (`make`/`make_host` spelling), one of `FAMILIES`."""
+    if not isinstance(name, str):
+        raise TypeError(f"env_family needs an environment name (str), got {name!r}")
+    source, _, task = name.rpartition(":")
+    if name == "catch":
+        return "catch"
+    if source == "brax":
+        return "brax"
+    if source == "gymnax":
+        return "minatar" if task.endswith("-MinAtar") else "classic"
+    if source == "envpool":
+        base = task_base(task.removeprefix("phys2d/"))
+        if base in _CLASSIC:
+            return "classic"
+        if base in _MUJOCO:
+            return "mujoco"
+        if task.endswith("-v5") and "/" not in task:
+            return "atari"
+    return "other"

@@ -1,0 +1,172 @@
+"""Search settings and categorical supports: frozen dataclasses, importable without JAX.
+
+Configs are read by command lines before anything compiles (and `--help` must not pay
+for importing JAX), so the hashable settings live here and the code using them in
+`policies` and `transforms`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+DEFAULT_EPS = 1e-3  # the eps of MuZero's value transform h
+
+PolicyName = Literal["gumbel", "muzero"]
+QTransformName = Literal["default", "mix_value", "parent_and_siblings", "min_max"]
+
+_POLICIES = ("gumbel", "muzero")
+_QTRANSFORMS = ("default", "mix_value", "parent_and_siblings", "min_max")
+_DEFAULT_QTRANSFORM = {"gumbel": "mix_value", "muzero": "parent_and_siblings"}
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchConfig:
+    """Static search settings; hashable, so jitted code can close over it.
+
+    Fields used by one policy only are ignored by the other (noted per field).
+    """
+
+    policy: PolicyName = "gumbel"
+    num_simulations: int = 32
+    max_depth: int | None = None  # None: as deep as num_simulations allows
+    # Gumbel MuZero only.
+    gumbel_scale: float = 1.0  # 0.0: deterministic search (e.g. evaluation)
+    max_num_considered_actions: int = 16
+    # MuZero (PUCT) only.
+    dirichlet_alpha: float = 0.3
+    dirichlet_fraction: float = 0.25  # 0.0: no root noise
+    temperature: float = 1.0  # acting ~ visits**(1/temperature); 0.0: most visited
+    pb_c_init: float = 1.25
+    pb_c_base: float = 19652.0
+    # Q-value normalisation: "default" is "mix_value" for gumbel and
+    # "parent_and_siblings" for muzero (mctx's defaults); "min_max" needs value_bounds.
+    qtransform: QTransformName = "default"
+    value_scale: float = 0.1  # mix_value only: scale of the completed Q-values
+    maxvisit_init: float = 50.0  # mix_value only: offset added to the max visit count
+    value_bounds: tuple[float, float] | None = None  # min_max only: (min_value, max_value)
+
+    def __post_init__(self) -> None:
+        def fail(field: str, allowed: str) -> None:
+            raise ValueError(
+                f"SearchConfig.{field} must be {allowed}, got {getattr(self, field)!r}"
+            )
+
+        def is_int(value: object) -> bool:
+            return isinstance(value, int) and not isinstance(value, bool)
+
+        def is_number(value: object) -> bool:
+            return isinstance(value, int | float) and not isinstance(value, bool)
+
+        if self.policy not in _POLICIES:
+            fail("policy", f"one of {_POLICIES}")
+        if not is_int(self.num_simulations) or self.num_simulations < 1:
+            fail("num_simulations", "an int >= 1")
+        if self.max_depth is not None and (not is_int(self.max_depth) or self.max_depth < 1):
+            fail("max_depth", "None or an int >= 1")
+        if not is_number(self.gumbel_scale) or self.gumbel_scale < 0:
+            fail("gumbel_scale", "a number >= 0")
+        if not is_int(self.max_num_considered_actions) or self.max_num_considered_actions < 1:
+            fail("max_num_considered_actions", "an int >= 1")
+        if not is_number(self.dirichlet_alpha) or self.dirichlet_alpha <= 0:
+            fail("dirichlet_alpha", "a number > 0")
+        if not is_number(self.dirichlet_fraction) or not 0 <= self.dirichlet_fraction <= 1:
+            fail("dirichlet_fraction", "a number in [0, 1]")
+        if not is_number(self.temperature) or self.temperature < 0:
+            fail("temperature", "a number >= 0")
+        if not is_number(self.pb_c_init) or self.pb_c_init < 0:
+            fail("pb_c_init", "a number >= 0")
+        if not is_number(self.pb_c_base) or self.pb_c_base <= 0:
+            fail("pb_c_base", "a number > 0")
+        if self.qtransform not in _QTRANSFORMS:
+            fail("qtransform", f"one of {_QTRANSFORMS}")
+        if not is_number(self.value_scale) or self.value_scale <= 0:
+            fail("value_scale", "a number > 0")
+        if not is_number(self.maxvisit_init) or self.maxvisit_init < 0:
+            fail("maxvisit_init", "a number >= 0")
+        bounds = self.value_bounds
+        if bounds is not None and not (
+            isinstance(bounds, tuple | list)
+            and len(bounds) == 2
+            and all(is_number(b) for b in bounds)
+            and bounds[0] < bounds[1]
+        ):
+            fail("value_bounds", "None or a pair (min_value, max_value) with min < max")
+        if self.resolved_qtransform == "min_max" and bounds is None:
+            fail("value_bounds", 'a pair (min_value, max_value) when qtransform="min_max"')
+        # mctx asserts float types for these (chex.assert_type); ints are accepted here.
+        for name in (
+            "gumbel_scale", "dirichlet_alpha", "dirichlet_fraction", "temperature",
+            "pb_c_init", "pb_c_base", "value_scale", "maxvisit_init",
+        ):  # fmt: skip
+            object.__setattr__(self, name, float(getattr(self, name)))
+        if bounds is not None:
+            object.__setattr__(self, "value_bounds", (float(bounds[0]), float(bounds[1])))
+
+    @property
+    def resolved_qtransform(self) -> str:
+        """The qtransform in use, with "default" resolved for the policy."""
+        if self.qtransform == "default":
+            return _DEFAULT_QTRANSFORM[self.policy]
+        return self.qtransform
+
+
+@dataclasses.dataclass(frozen=True)
+class DiscreteSupport:
+    """A categorical support of `num_bins` evenly spaced atoms on `[min_value, max_value]`.
+
+    Scalars are encoded "two-hot": the probability mass is split between the two atoms
+    that bracket the (clipped) scalar so that the expectation over the atoms gives the
+    scalar back. With `scaled=True` scalars are first squashed with `signed_hyperbolic`
+    (and decoded with `signed_parabolic`): `min_value`/`max_value` are then bounds in the
+    squashed space (MuZero: `DiscreteSupport(-300, 300, 601, scaled=True)`).
+
+    Hashable, so it can be closed over by jitted code or passed as a static argument.
+    """
+
+    min_value: float
+    max_value: float
+    num_bins: int
+    scaled: bool = False  # squash with h before encoding, unsquash after decoding
+    eps: float = DEFAULT_EPS  # the eps of h, used only when scaled
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.num_bins, int) or self.num_bins < 2:
+            raise ValueError(f"DiscreteSupport.num_bins must be an int >= 2, got {self.num_bins!r}")
+        if not self.max_value > self.min_value:
+            raise ValueError(
+                "DiscreteSupport.max_value must be > min_value, got "
+                f"min_value={self.min_value!r}, max_value={self.max_value!r}"
+            )
+        if not self.eps > 0:
+            raise ValueError(f"DiscreteSupport.eps must be > 0, got {self.eps!r}")
+        object.__setattr__(self, "min_value", float(self.min_value))
+        object.__setattr__(self, "max_value", float(self.max_value))
+
+    # Encoding and decoding live in `transforms` (JAX), imported on first use so this
+    # module, and every config holding a support, imports without JAX.
+
+    @property
+    def atoms(self):
+        """The atoms `[num_bins]` (float32) in the support's (possibly squashed) space."""
+        from podracer.search import transforms
+
+        return transforms.support_atoms(self)
+
+    def scalar_to_probs(self, x):
+        """Two-hot encodes scalars `[...]` into probabilities `[..., num_bins]` (clipped)."""
+        from podracer.search import transforms
+
+        return transforms.scalar_to_probs(self, x)
+
+    def probs_to_scalar(self, probs):
+        """Decodes probabilities `[..., num_bins]` into scalars `[...]` (the expectation)."""
+        from podracer.search import transforms
+
+        return transforms.probs_to_scalar(self, probs)
+
+    def logits_to_scalar(self, logits):
+        """Decodes logits `[..., num_bins]` into scalars `[...]` (expectation of the softmax)."""
+        from podracer.search import transforms
+
+        return transforms.logits_to_scalar(self, logits)

@@ -1,0 +1,71 @@
+"""Tools on runs of both runtimes: evaluate a checkpoint on the other runtime's env kind,
+start one runtime from the other's run, plot seeds with bands and a summary table."""
+
+import csv
+import json
+
+import pytest
+
+from podracer.agents.runs import parse_cli
+from podracer.agents.tools import evaluate
+from podracer.agents.tools import plot
+
+pytestmark = pytest.mark.slow
+RANDOM_CARTPOLE = 22  # a random policy's mean return on CartPole-v1
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """A short Anakin PPO run on gymnax CartPole and a Sebulba IMPALA run on envpool's."""
+    from podracer.anakin import AnakinConfig
+    from podracer.anakin import train as anakin
+    from podracer.sebulba import SebulbaConfig
+    from podracer.sebulba import train as sebulba
+
+    root = str(tmp_path_factory.mktemp("runs"))
+    flags = ["--runs-root", root, "--no-progress", "--total-env-steps", "100000"]
+    args = ["--env", "gymnax:CartPole-v1", "--agent", "ppo", "--run-name", "anakin"]
+    args += ["--num-seeds", "2"]
+    config, _ = parse_cli(AnakinConfig, [*args, *flags])
+    anakin(config)
+    config, _ = parse_cli(SebulbaConfig, ["--run-name", "sebulba", *flags])
+    sebulba(config)
+    return root
+
+
+def test_an_anakin_checkpoint_evaluates_on_envpool(runs):
+    record = evaluate.evaluate("anakin", env="envpool:CartPole-v1", episodes=16, runs_root=runs)
+    assert record["episodes"] == 16 and record["env"] == "envpool:CartPole-v1"
+    assert record["mean"] > 4 * RANDOM_CARTPOLE, record
+    with open(f"{runs}/anakin/eval.json") as f:
+        assert json.load(f)[-1]["mean"] == record["mean"]
+
+
+def test_a_sebulba_checkpoint_evaluates_on_gymnax(runs):
+    record = evaluate.evaluate("sebulba", env="gymnax:CartPole-v1", episodes=16, runs_root=runs)
+    assert record["mean"] > 3 * RANDOM_CARTPOLE, record
+
+
+def test_init_from_another_runtimes_run_starts_above_random(runs):
+    from podracer.sebulba import SebulbaConfig
+    from podracer.sebulba import train as sebulba
+
+    config, _ = parse_cli(SebulbaConfig, [
+        "--agent", "ppo", "--init-from", f"{runs}/anakin@latest:1", "--run-name", "warm",
+        "--runs-root", runs, "--no-progress", "--total-env-steps", "512", "--eval-interval", "512",
+    ])  # fmt: skip
+    result = sebulba(config)  # one update, then a greedy evaluation
+    assert result.history[0]["eval/episodic_return"] > 4 * RANDOM_CARTPOLE, result.history
+
+
+def test_plot_writes_curves_and_a_summary_of_the_seeds(runs, tmp_path):
+    assert (
+        plot.main([f"{runs}/anakin", f"{runs}/sebulba", "--out", str(tmp_path), "--target", "100"])
+        == 0
+    )
+    pngs = sorted(p.name for p in tmp_path.glob("*.png"))
+    assert pngs == ["charts_episodic_return.png"]
+    with open(tmp_path / "summary.csv") as f:
+        rows = {r["label"]: r for r in csv.DictReader(f)}
+    (anakin,) = [r for label, r in rows.items() if "ppo" in label]
+    assert int(anakin["num_seeds"]) == 2 and float(anakin["final_mean"]) > 2 * RANDOM_CARTPOLE
