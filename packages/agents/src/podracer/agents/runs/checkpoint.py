@@ -178,7 +178,9 @@ class Checkpointer:
                 step, args=ocp.args.Composite(metadata=ocp.args.JsonRestore())
             )
         except Exception as e:  # noqa: BLE001 - reported with the path
-            raise CheckpointError(f"{self.path(step)}: metadata unreadable ({_first_line(e)})") from e
+            raise CheckpointError(
+                f"{self.path(step)}: metadata unreadable ({_first_line(e)})"
+            ) from e
         meta = restored.metadata
         if not isinstance(meta, dict) or meta.get("format") != FORMAT:
             found = meta.get("format", 1) if isinstance(meta, dict) else "?"

@@ -55,7 +55,9 @@ class RunDir:
             with open(self.config_file) as f:
                 return json.load(f)
         except FileNotFoundError:
-            raise FileNotFoundError(f"{self.path} is not a run directory (no config.json)") from None
+            raise FileNotFoundError(
+                f"{self.path} is not a run directory (no config.json)"
+            ) from None
         except json.JSONDecodeError as e:
             raise ValueError(f"{self.config_file} is not valid JSON ({e})") from None
 
@@ -88,7 +90,9 @@ def _write_json(path: str, obj: Any) -> None:
     os.replace(tmp, path)
 
 
-def auto_name(env: str, agent: str, seed: int, root: str | os.PathLike, now: float | None = None) -> str:
+def auto_name(
+    env: str, agent: str, seed: int, root: str | os.PathLike, now: float | None = None
+) -> str:
     """A new, unused run name: `<env>__<agent>__<seed>__<unix time>` (CleanRL's layout)."""
     stamp = int(time.time() if now is None else now)
     base = f"{env.replace(':', '-').replace('/', '-')}__{agent}__{seed}__{stamp}"

@@ -33,12 +33,17 @@ class DistributedConfig:
 
     def __post_init__(self) -> None:
         if self.num_processes is not None and self.num_processes < 1:
-            raise ConfigError(f"DistributedConfig.num_processes must be >= 1, got {self.num_processes}")
-        if self.process_id is not None and self.num_processes is not None and not (
-            0 <= self.process_id < self.num_processes
+            raise ConfigError(
+                f"DistributedConfig.num_processes must be >= 1, got {self.num_processes}"
+            )
+        if (
+            self.process_id is not None
+            and self.num_processes is not None
+            and not (0 <= self.process_id < self.num_processes)
         ):
             raise ConfigError(
-                f"DistributedConfig.process_id must be in [0, {self.num_processes}), got {self.process_id}"
+                f"DistributedConfig.process_id must be in [0, {self.num_processes}), "
+                f"got {self.process_id}"
             )
         if self.initialization_timeout < 1:
             raise ConfigError("DistributedConfig.initialization_timeout must be >= 1 second")
@@ -78,8 +83,12 @@ def initialize_distributed(config: DistributedConfig) -> None:
     kwargs = dict(
         coordinator_address=config.coordinator_address,
         coordinator_bind_address=bind_address(address, config.coordinator_bind_address),
-        num_processes=config.num_processes if config.num_processes is not None else env_int("JAX_NUM_PROCESSES"),
-        process_id=config.process_id if config.process_id is not None else env_int("JAX_PROCESS_ID"),
+        num_processes=config.num_processes
+        if config.num_processes is not None
+        else env_int("JAX_NUM_PROCESSES"),
+        process_id=config.process_id
+        if config.process_id is not None
+        else env_int("JAX_PROCESS_ID"),
         initialization_timeout=config.initialization_timeout,
         heartbeat_timeout_seconds=config.heartbeat_timeout,
     )

@@ -62,12 +62,20 @@ def launch(
             "JAX_NUM_PROCESSES": str(num_processes),
             "JAX_PROCESS_ID": str(i),
             "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu"),
-            "XLA_FLAGS": (os.environ.get("XLA_FLAGS", "") +
-                          f" --xla_force_host_platform_device_count={devices_per_process}").strip(),
+            "XLA_FLAGS": (
+                os.environ.get("XLA_FLAGS", "")
+                + f" --xla_force_host_platform_device_count={devices_per_process}"
+            ).strip(),
             "PYTHONUNBUFFERED": "1",
         }
-        proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, start_new_session=True)
+        proc = subprocess.Popen(
+            command,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
         threading.Thread(target=_forward, args=(proc, f"[p{i}]", out), daemon=True).start()
         procs.append(proc)
 
@@ -80,7 +88,9 @@ def launch(
             if failed:
                 status = failed[0]
                 with _write_lock:
-                    out.write(f"[launch] a process exited with status {status}; stopping the others\n")
+                    out.write(
+                        f"[launch] a process exited with status {status}; stopping the others\n"
+                    )
                 break
             if all(c == 0 for c in codes):
                 break
@@ -113,12 +123,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--num-processes", "-n", type=int, default=2)
     parser.add_argument("--devices-per-process", "-d", type=int, default=1)
     parser.add_argument("--port", type=int, default=None)
-    parser.add_argument("--timeout", type=float, default=None, help="seconds before all are stopped")
+    parser.add_argument(
+        "--timeout", type=float, default=None, help="seconds before all are stopped"
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command to run")
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     try:
-        return launch(command, args.num_processes, args.devices_per_process, args.port, args.timeout)
+        return launch(
+            command, args.num_processes, args.devices_per_process, args.port, args.timeout
+        )
     except ValueError as e:
         parser.error(str(e))
         return 2

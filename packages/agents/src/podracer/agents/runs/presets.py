@@ -118,7 +118,8 @@ register_preset("muzero", "classic", Preset(
 register_preset("ppo", "minatar", Preset(
     PPOConfig(learning_rate=5e-3, num_epochs=4, num_minibatches=8, hidden_sizes=(64, 64),
               activation="relu", separate_critic=True),
-    {"anakin": dict(num_envs=64, rollout_length=128, updates_per_chunk=10, total_env_steps=10_000_000),
+    {"anakin": dict(num_envs=64, rollout_length=128, updates_per_chunk=10,
+                    total_env_steps=10_000_000),
      "sebulba": dict(envs_per_thread=64, rollout_length=128, total_env_steps=10_000_000)},
     "PureJaxRL's MinAtar PPO (64 envs x 128 steps, 4 epochs x 8 minibatches, MLP 64x64 relu, "
     "lr 5e-3 annealed): Breakout-MinAtar 57.7 at 1e7 steps (one seed)",

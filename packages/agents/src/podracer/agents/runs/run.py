@@ -32,8 +32,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from podracer.agents.runs.checkpoint import CheckpointError
 from podracer.agents.runs.checkpoint import Checkpointer
+from podracer.agents.runs.checkpoint import CheckpointError
 from podracer.agents.runs.config import RunConfig
 from podracer.agents.runs.config import changed_fields
 from podracer.agents.runs.directory import RunDir
@@ -202,8 +202,10 @@ class Run:
         source = parse_source(config.init_from, config.runs_root, owner)
         loaded = load(source, spec, owner)
         if loaded.metadata["agent"] != config.agent:
-            raise ConfigError(f"{owner}: {source.run.name} trained agent "
-                              f"{loaded.metadata['agent']!r}, this run {config.agent!r}")  # fmt: skip
+            raise ConfigError(
+                f"{owner}: {source.run.name} trained agent {loaded.metadata['agent']!r}, "
+                f"this run {config.agent!r}"
+            )
         self._initial = f"{source.run.path}@{loaded.step}"
         return warm_start(loaded, train, config.init_opt_state, self.num_seeds, owner)
 
@@ -224,8 +226,10 @@ class Run:
                 })  # fmt: skip
         wandb = None
         if config.wandb_project:
-            wandb = dict(project=config.wandb_project, entity=config.wandb_entity,
-                         mode=config.wandb_mode, config={"runtime": self.runtime, **config.to_json()})  # fmt: skip
+            wandb = dict(
+                project=config.wandb_project, entity=config.wandb_entity, mode=config.wandb_mode,
+                config={"runtime": self.runtime, **config.to_json()},
+            )  # fmt: skip
         self._writer = MetricWriter(
             self.dir if self.is_writer else None, config.tensorboard,
             truncate_after=self.env_steps if config.resume else None, wandb=wandb,
@@ -301,8 +305,8 @@ class Run:
         return self._last
 
     def due(self, what: str) -> bool:
-        """Whether `what` ("log", "eval", "video", "checkpoint") is due after the step just finished:
-        its interval (in env steps) was crossed, or this is the last step."""
+        """Whether `what` ("log", "eval", "video", "checkpoint") is due after the step just
+        finished: its interval (in env steps) was crossed, or this is the last step."""
         interval = {
             "log": self.config.log_interval,
             "eval": self.config.eval_interval,
@@ -327,7 +331,13 @@ class Run:
             r.setdefault("charts/SPS", sps)
             r.setdefault("timing/elapsed", self.elapsed)
             self._writer.write(self.env_steps, r, seed=seed if isinstance(row, list) else None)
-            self.history.append({"env_steps": self.env_steps, **({"seed": seed} if isinstance(row, list) else {}), **r})
+            self.history.append(
+                {
+                    "env_steps": self.env_steps,
+                    **({"seed": seed} if isinstance(row, list) else {}),
+                    **r,
+                }
+            )
         returns = [r.get("charts/episodic_return", math.nan) for r in rows]
         returns = [x for x in returns if math.isfinite(x)]
         if returns:

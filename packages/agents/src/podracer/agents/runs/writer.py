@@ -83,7 +83,9 @@ class MetricWriter:
             self._write_tensorboard(row)
         if self._wandb is not None:
             prefix = "" if seed is None else f"seed_{seed}/"
-            values = {prefix + k: v for k, v in row.items() if k not in ("env_steps", "time", "seed")}
+            values = {
+                prefix + k: v for k, v in row.items() if k not in ("env_steps", "time", "seed")
+            }
             self._wandb.log({"global_step": row["env_steps"], **values})
 
     def _write_tensorboard(self, row: dict[str, Any]) -> None:
@@ -92,7 +94,9 @@ class MetricWriter:
             from tensorboardX import SummaryWriter  # heavy import, only when writing
 
             folder = self._run_dir.tensorboard
-            self._tb[seed] = SummaryWriter(folder if seed is None else os.path.join(folder, f"seed_{seed}"))
+            self._tb[seed] = SummaryWriter(
+                folder if seed is None else os.path.join(folder, f"seed_{seed}")
+            )
         tb = self._tb[seed]
         for k, v in row.items():
             if k not in ("env_steps", "time", "seed") and math.isfinite(v):
