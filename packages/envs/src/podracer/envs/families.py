@@ -4,17 +4,22 @@
     env_family("envpool:Pong-v5") == "atari"
 
 Families: "catch" (this package's Catch); "minatar" (gymnax `*-MinAtar`); "classic"
-(classic control: CartPole, Acrobot, MountainCar(Continuous), Pendulum, from gymnax or
-envpool, and gymnax's other small bsuite/misc tasks); "atari" (envpool's ALE games,
+(discrete classic control: CartPole, Acrobot, MountainCar, from gymnax or envpool, and
+gymnax's other small bsuite/misc tasks); "control" (continuous classic control:
+Pendulum, MountainCarContinuous, from gymnax or envpool, and gymnax's continuous misc
+tasks PointRobot, Reacher, Swimmer); "atari" (envpool's ALE games,
 `*-v5`); "mujoco" (envpool's gym MuJoCo tasks: Ant, HalfCheetah, Hopper, ...); "brax";
 "other" for any name outside these (no family preset applies).
 """
 
 from __future__ import annotations
 
-FAMILIES = ("catch", "minatar", "classic", "atari", "mujoco", "brax", "other")
+FAMILIES = ("catch", "minatar", "classic", "control", "atari", "mujoco", "brax", "other")
 
-_CLASSIC = frozenset(("CartPole", "Acrobot", "MountainCar", "MountainCarContinuous", "Pendulum"))
+_CLASSIC = frozenset(("CartPole", "Acrobot", "MountainCar"))
+# Continuous-action classic control, apart so that its presets can differ.
+_CONTROL = frozenset(("MountainCarContinuous", "Pendulum"))
+_GYMNAX_CONTROL = frozenset(("PointRobot-misc", "Reacher-misc", "Swimmer-misc"))
 # envpool's gym MuJoCo tasks (any version: v2..v5). Their v5 names would otherwise read
 # as Atari games, which are the only other `-v5` tasks in envpool.
 _MUJOCO = frozenset((
@@ -39,11 +44,15 @@ def env_family(name: str) -> str:
     if source == "brax":
         return "brax"
     if source == "gymnax":
-        return "minatar" if task.endswith("-MinAtar") else "classic"
+        if task.endswith("-MinAtar"):
+            return "minatar"
+        return "control" if task_base(task) in _CONTROL or task in _GYMNAX_CONTROL else "classic"
     if source == "envpool":
         base = task_base(task.removeprefix("phys2d/"))
         if base in _CLASSIC:
             return "classic"
+        if base in _CONTROL:
+            return "control"
         if base in _MUJOCO:
             return "mujoco"
         if task.endswith("-v5") and "/" not in task:
