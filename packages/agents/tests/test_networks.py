@@ -1,4 +1,5 @@
-"""Torsos and heads: preprocessing, layouts, shapes and the separate critic."""
+"""Torsos and heads: preprocessing, layouts, shapes, the separate critic and the Gaussian
+actor-critic of continuous boxes."""
 
 import jax
 import jax.numpy as jnp
@@ -8,10 +9,14 @@ import pytest
 from podracer.agents import ActorCritic
 from podracer.agents import ImpalaResNet
 from podracer.agents import NatureCNN
+from podracer.agents import PPOConfig
 from podracer.agents import QNetwork
 from podracer.agents import Torso
 from podracer.agents import preprocess
+from podracer.agents.networks import LOG_STD_BOUNDS
+from podracer.agents.networks import GaussianActorCritic
 from podracer.agents.networks import Head
+from podracer.agents.networks import make_actor_critic
 from podracer.agents.networks import resolve_torso
 from podracer.envs import EnvSpec
 
@@ -108,3 +113,37 @@ def test_head_is_a_dense_layer_with_its_kernel_stored_features_first():
     y = head.apply({"params": params}, x)
     expected = np.asarray(x) @ np.asarray(params["kernel"]).T + np.arange(3.0)
     np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-6)
+
+
+BOX_SPEC = EnvSpec("box", (5,), "float32", None, action_shape=(2, 3), action_low=(-1.0,) * 6,
+                   action_high=(1.0,) * 6)  # fmt: skip
+
+
+@pytest.mark.parametrize("state_dependent_std", [False, True])
+def test_gaussian_actor_critic_shapes_and_initial_log_std(state_dependent_std):
+    net = GaussianActorCritic((2, 3), "mlp", 1, (8,), "tanh", True, state_dependent_std, -0.5)
+    x = jnp.asarray(np.random.default_rng(2).normal(size=(7, 4, 5)), jnp.float32)  # [T, B, 5]
+    params = jax.jit(net.init)(jax.random.key(0), x[0])
+    (dist, value), value_only = jax.jit(net.apply)(params, x), net.apply(params, x, method="value")
+    assert dist.mean.shape == dist.log_std.shape == (7, 4, 2, 3) and value.shape == (7, 4)
+    np.testing.assert_allclose(value_only, value, rtol=1e-6)
+    assert np.abs(np.asarray(dist.mean)).max() < 0.1  # the mean head starts near 0
+    if state_dependent_std:  # tanh(head + offset): -0.5 where the head outputs 0, bounded
+        np.testing.assert_allclose(dist.log_std, -0.5, atol=0.1)
+        assert float(jnp.std(dist.log_std)) > 0
+        far = net.apply(params, 1e4 * x)[0].log_std
+        lo, hi = LOG_STD_BOUNDS
+        assert float(far.min()) >= lo and float(far.max()) <= hi
+    else:  # one free parameter per action dimension, broadcast over the batch
+        assert params["params"]["log_std"].shape == (6,)
+        np.testing.assert_array_equal(dist.log_std, -0.5)
+
+
+def test_make_actor_critic_follows_the_action_space():
+    config = PPOConfig(hidden_sizes=(8,), log_std="network", init_log_std=0.5)
+    discrete = make_actor_critic(EnvSpec("d", (5,), "float32", 3), config, "PPOConfig")
+    assert isinstance(discrete, ActorCritic) and discrete.num_actions == 3
+    continuous = make_actor_critic(BOX_SPEC, config, "PPOConfig")
+    assert isinstance(continuous, GaussianActorCritic)
+    assert continuous.action_shape == (2, 3) and continuous.state_dependent_std
+    assert continuous.init_log_std == 0.5 and continuous.hidden_sizes == (8,)

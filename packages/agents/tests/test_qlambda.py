@@ -1,14 +1,20 @@
 """Q(lambda): the loss against Peng's Q(lambda) targets computed in numpy."""
 
+import dataclasses
+
 import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
+from podracer.agents import PQNConfig
 from podracer.agents import QLambdaConfig
 from podracer.agents import QNetwork
+from podracer.agents import make_agent
 from podracer.agents import make_qlambda
+from podracer.agents.qlambda import epsilon_schedule
 
 CONFIG = QLambdaConfig(learning_rate=1e-2, gamma=0.9, lambda_=0.7, torso="mlp", hidden_sizes=(8,))
 T, B = 4, 2
@@ -129,3 +135,79 @@ def test_gradients_are_finite_on_uint8_frames(frames_spec, random_trajectory, ch
     assert np.isfinite(loss)
     chex.assert_tree_all_finite(grads)
     assert float(jax.tree.reduce(lambda a, g: a + jnp.sum(jnp.abs(g)), grads, 0.0)) > 0
+
+
+# PQN: Q(lambda) with LayerNorm, minibatch epochs towards fixed targets, a schedule.
+PQN = PQNConfig(torso="mlp", hidden_sizes=(8,), num_epochs=2, num_minibatches=2, gamma=0.9)
+
+
+def test_pqn_is_a_registered_agent_with_its_published_defaults(vector_spec):
+    agent = make_agent("pqn", vector_spec)
+    assert agent.name == "pqn" and agent.config == PQNConfig()
+    assert (PQNConfig().lambda_, PQNConfig().num_minibatches, PQNConfig().optimizer) == (
+        0.65, 32, "radam"
+    )  # fmt: skip
+    params = agent.init(jax.random.key(0))
+    assert "LayerNorm_0" in params["params"]["Torso_0"]["MLP_0"]
+
+
+def test_epsilon_falls_linearly_over_the_first_tenth_of_the_updates():
+    epsilon = epsilon_schedule(PQNConfig(epsilon_start=1.0, epsilon=0.05, epsilon_decay=0.1), 1000)
+    values = [float(epsilon(step)) for step in (0, 50, 100, 500)]
+    np.testing.assert_allclose(values, [1.0, 0.525, 0.05, 0.05], rtol=1e-6)
+    assert float(epsilon_schedule(QLambdaConfig(epsilon=0.3), 1000)(7)) == pytest.approx(0.3)
+
+
+def test_acting_follows_the_schedule(vector_spec):
+    agent = make_qlambda(vector_spec, dataclasses.replace(PQN, epsilon_start=1.0, epsilon=0.0),
+                         total_updates=100)  # fmt: skip
+    params = agent.init(jax.random.key(1))
+    obs = jnp.zeros((512, *vector_spec.observation_shape))
+    greedy = agent.greedy_act(params, obs)
+    early = agent.act(params, jax.random.key(2), obs, 0)[0]
+    late = agent.act(params, jax.random.key(2), obs, 100)[0]
+    assert float(jnp.mean(early == greedy)) == pytest.approx(0.5, abs=0.08)  # uniform of 2
+    assert bool(jnp.all(late == greedy))
+
+
+def test_minibatches_regress_on_targets_fixed_before_the_first_step(vector_spec, random_trajectory):
+    """Every minibatch step moves Q towards the same targets: those of the acting params."""
+    agent = make_qlambda(vector_spec, PQN, total_updates=10)
+    params = agent.init(jax.random.key(3))
+    traj = random_trajectory(vector_spec, 4, 3, layout="jax")
+    opt_state = agent.optimizer.init(params)
+    new_params, _, metrics = jax.jit(agent.update)(params, opt_state, traj, jax.random.key(4))
+    # The loss of the acting params towards their own targets is the first step's loss.
+    before, _ = agent.loss(params, traj, jax.random.key(0))
+    after, _ = agent.loss(new_params, traj, jax.random.key(0))
+    assert float(after) < float(before)
+    assert set(metrics) >= {"losses/value", "losses/total", "losses/grad_norm", "agent/q_mean"}
+
+
+def test_one_epoch_of_one_minibatch_is_one_gradient_step_of_the_loss(
+    vector_spec, random_trajectory
+):
+    agent = make_qlambda(vector_spec, CONFIG)
+    params = agent.init(jax.random.key(5))
+    traj = random_trajectory(vector_spec, T, B, layout="envpool")
+    grads = jax.grad(lambda p: agent.loss(p, traj, jax.random.key(0))[0])(params)
+    updates, _ = agent.optimizer.update(grads, agent.optimizer.init(params), params)
+    expected = optax.apply_updates(params, updates)
+    got, _, _ = agent.update(params, agent.optimizer.init(params), traj, jax.random.key(6))
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7), got, expected)
+
+
+def test_reward_scale_scales_the_targets(vector_spec, random_trajectory):
+    traj = random_trajectory(vector_spec, T, B, layout="jax")
+    traj = traj._replace(
+        timestep=traj.timestep._replace(reward=jnp.ones_like(traj.timestep.reward))
+    )
+    for scale in (1.0, 0.1):
+        agent = make_qlambda(
+            vector_spec, dataclasses.replace(CONFIG, reward_scale=scale, gamma=0.0)
+        )
+        params = agent.init(jax.random.key(1))
+        # With gamma 0 the target of every kept transition is the scaled reward itself.
+        zero = jax.tree.map(jnp.zeros_like, params)
+        loss, _ = agent.loss(zero, traj, jax.random.key(0))
+        assert float(loss) == pytest.approx(0.5 * scale**2, rel=1e-5)

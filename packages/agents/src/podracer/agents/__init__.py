@@ -26,6 +26,7 @@ _NAMES = {
         "ImpalaConfig",
         "MuZeroConfig",
         "PPOConfig",
+        "PQNConfig",
         "QLambdaConfig",
         "ReplayConfig",
     ],

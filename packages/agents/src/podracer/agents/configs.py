@@ -19,8 +19,8 @@ from podracer.agents.validation import fail
 from podracer.search.config import DiscreteSupport
 from podracer.search.config import SearchConfig
 
-Torso = Literal["auto", "mlp", "nature_cnn", "impala_resnet"]
-TORSOS = ("auto", "mlp", "nature_cnn", "impala_resnet")
+Torso = Literal["auto", "mlp", "minatar_cnn", "nature_cnn", "impala_resnet"]
+TORSOS = ("auto", "mlp", "minatar_cnn", "nature_cnn", "impala_resnet")
 
 
 def _check_sizes(cfg, *fields: str) -> None:
@@ -30,6 +30,19 @@ def _check_sizes(cfg, *fields: str) -> None:
             isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in sizes
         ):
             fail(cfg, name, "a tuple of positive ints")
+
+
+def _check_continuous(cfg) -> None:
+    """The Gaussian-policy and normalisation fields of the actor-critic configs."""
+    check_choice(cfg, "log_std", ("parameter", "network"))
+    check_choice(cfg, "squash", ("clip", "tanh"))
+    init = cfg.init_log_std
+    if isinstance(init, bool) or not isinstance(init, int | float) or not -5.0 < init < 2.0:
+        fail(cfg, "init_log_std", "in (-5, 2), inside the network log-std's bounds")
+    for name in ("normalize_observations", "normalize_values"):
+        if not isinstance(getattr(cfg, name), bool):
+            fail(cfg, name, "a bool")
+    check_positive(cfg, "observation_clip")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,24 +79,64 @@ class ReplayConfig:
 
 @dataclasses.dataclass(frozen=True)
 class QLambdaConfig:
-    """Q(lambda), the Podracer paper's Anakin demo agent (epsilon 0: its greedy acting)."""
+    """Q(lambda): the Podracer paper's Anakin demo agent (epsilon 0: its greedy acting).
+
+    With `layer_norm`, several epochs of minibatches, an epsilon schedule and an annealed
+    learning rate it is PQN (Gallici et al., "Simplifying Deep Temporal Difference
+    Learning", ICLR 2025): the `pqn` presets set those.
+    """
 
     learning_rate: float = 1e-3  # the demo uses 1e-4; 1e-3 learns Catch in ~2e5 steps
+    anneal_lr: bool = False  # linearly to 0 over the run's updates
+    optimizer: Literal["adam", "radam"] = "adam"  # PQN: radam
     gamma: float = 0.99
     lambda_: float = 0.9
-    epsilon: float = 0.0  # exploration during training; 0 is the demo's greedy acting
+    reward_scale: float = 1.0  # rewards are multiplied by this for learning (PQN's CartPole: 0.1)
+    epsilon: float = 0.0  # exploration during training (the final one with epsilon_start)
+    # Linear from epsilon_start to epsilon over the first epsilon_decay of the run's
+    # updates (PQN: 1 -> 0.05 over 10%); None: a constant epsilon.
+    epsilon_start: float | None = None
+    epsilon_decay: float = 0.1
+    num_epochs: int = 1  # passes over each rollout
+    num_minibatches: int = 1  # per epoch; splits the rollout's time axis
     torso: Torso = "auto"  # auto: the Nature CNN for uint8 frames, else an MLP
     hidden_sizes: tuple[int, ...] = (256,)
     activation: str = "relu"
+    layer_norm: bool = False  # LayerNorm after each hidden layer (PQN)
     max_grad_norm: float | None = None
 
     def __post_init__(self):
-        check_positive(self, "learning_rate")
+        check_positive(self, "learning_rate", "reward_scale")
         check_range(self, "gamma", 0.0, 1.0)
         check_range(self, "lambda_", 0.0, 1.0)
         check_range(self, "epsilon", 0.0, 1.0)
+        if self.epsilon_start is not None:
+            check_range(self, "epsilon_start", 0.0, 1.0)
+        check_range(self, "epsilon_decay", 0.0, 1.0)
+        check_int(self, "num_epochs", "num_minibatches")
         check_choice(self, "torso", TORSOS)
+        check_choice(self, "optimizer", ("adam", "radam"))
         _check_sizes(self, "hidden_sizes")
+
+
+@dataclasses.dataclass(frozen=True)
+class PQNConfig(QLambdaConfig):
+    """PQN's own defaults (its MinAtar configuration, purejaxql's pqn_minatar.yaml): the
+    `qlambda` agent with LayerNorm, 2 epochs x 32 minibatches, epsilon 1 -> 0.05 over the
+    first 10% of updates, RAdam at 5e-4 annealed to 0, lambda 0.65, clip 10."""
+
+    learning_rate: float = 5e-4
+    anneal_lr: bool = True  # linearly to 0 over the run's updates
+    optimizer: Literal["adam", "radam"] = "radam"
+    lambda_: float = 0.65
+    epsilon: float = 0.05  # the final exploration rate
+    epsilon_start: float | None = 1.0  # falling linearly to epsilon over epsilon_decay
+    epsilon_decay: float = 0.1  # of the run's updates
+    num_epochs: int = 2  # passes over each rollout
+    num_minibatches: int = 32  # per epoch; splits the rollout's time axis
+    hidden_sizes: tuple[int, ...] = (128,)
+    layer_norm: bool = True  # LayerNorm after each hidden layer
+    max_grad_norm: float | None = 10.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,6 +155,21 @@ class ImpalaConfig:
     hidden_sizes: tuple[int, ...] = (64, 64)
     activation: str = "tanh"
     separate_critic: bool = False  # the critic gets its own torso
+    # Continuous boxes (ignored for discrete actions): a diagonal Gaussian whose log-std
+    # is a free parameter per dimension ("parameter", CleanRL's) or a head of the actor
+    # ("network"), starting at init_log_std; its samples reach the env clipped to the box
+    # ("clip", CleanRL's: log-probabilities of the unclipped sample) or squashed into it
+    # ("tanh": log-probabilities with the change of variables).
+    log_std: Literal["parameter", "network"] = "parameter"
+    init_log_std: float = 0.0
+    squash: Literal["clip", "tanh"] = "clip"
+    # Observations normalised by running mean and variance kept in the params (updated by
+    # the learner, read by actors, checkpointed), then clipped to +-observation_clip.
+    normalize_observations: bool = False
+    observation_clip: float = 10.0
+    # The critic predicts values normalised by the running mean and variance of the
+    # V-trace targets (kept in the params); the baseline loss is in those units.
+    normalize_values: bool = False
 
     def __post_init__(self):
         check_positive(self, "learning_rate", "clip_rho_threshold", "clip_pg_rho_threshold")
@@ -111,6 +179,7 @@ class ImpalaConfig:
         check_range(self, "baseline_cost", 0.0, float("inf"))
         check_choice(self, "torso", TORSOS)
         _check_sizes(self, "hidden_sizes")
+        _check_continuous(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,6 +202,21 @@ class PPOConfig:
     hidden_sizes: tuple[int, ...] = (64, 64)
     activation: str = "tanh"
     separate_critic: bool = True
+    # Continuous boxes (ignored for discrete actions): a diagonal Gaussian whose log-std
+    # is a free parameter per dimension ("parameter", CleanRL's) or a head of the actor
+    # ("network"), starting at init_log_std; its samples reach the env clipped to the box
+    # ("clip", CleanRL's: log-probabilities of the unclipped sample) or squashed into it
+    # ("tanh": log-probabilities with the change of variables).
+    log_std: Literal["parameter", "network"] = "parameter"
+    init_log_std: float = 0.0
+    squash: Literal["clip", "tanh"] = "clip"
+    # Observations normalised by running mean and variance kept in the params (updated by
+    # the learner, read by actors, checkpointed), then clipped to +-observation_clip.
+    normalize_observations: bool = False
+    observation_clip: float = 10.0
+    # The critic predicts values normalised by the running mean and variance of the value
+    # targets (kept in the params); the value loss and its clip are in those units.
+    normalize_values: bool = False
 
     def __post_init__(self):
         check_positive(self, "learning_rate", "clip_eps")
@@ -141,6 +225,7 @@ class PPOConfig:
         check_range(self, "gae_lambda", 0.0, 1.0)
         check_choice(self, "torso", TORSOS)
         _check_sizes(self, "hidden_sizes")
+        _check_continuous(self)
 
 
 @dataclasses.dataclass(frozen=True)

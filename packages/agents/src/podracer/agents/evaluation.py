@@ -40,10 +40,14 @@ class Episodes(NamedTuple):
     done: np.ndarray | None = None  # [T, k] bool: step t ended env i's episode
 
 
+_TRAINED = 2**30  # an update count past the end of any acting schedule
+
+
 def _policy(agent: Agent, greedy: bool) -> Callable[[Any, chex.PRNGKey, chex.Array], chex.Array]:
+    """Greedy, or sampled as the trained agent acts (the end of any epsilon schedule)."""
     if greedy:
         return lambda params, key, observation: agent.greedy_act(params, observation)
-    return lambda params, key, observation: agent.act(params, key, observation)[0]
+    return lambda params, key, observation: agent.act(params, key, observation, _TRAINED)[0]
 
 
 def _split(keys: chex.Array, num: int) -> chex.Array:

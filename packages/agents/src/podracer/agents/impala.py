@@ -3,6 +3,12 @@
 Off-policy correct for Sebulba's policy lag: the behaviour policy's logits travel in the
 trajectory's extras, and importance ratios pi/mu correct both the value targets (v_s)
 and the policy-gradient advantages.
+
+On a continuous box the policy is a diagonal Gaussian (`podracer.agents.policy`) and the
+behaviour log-probability of the action taken travels instead of logits (as `log_prob`,
+with the raw sample under tanh squashing); with `normalize_observations` the running
+statistics are part of the params (`podracer.agents.normalization`), so a lagging
+actor's statistics are part of its behaviour policy, which V-trace corrects for.
 """
 
 from __future__ import annotations
@@ -10,16 +16,21 @@ from __future__ import annotations
 import chex
 import jax
 import jax.numpy as jnp
+import optax
 
 from podracer.agents import returns
 from podracer.agents.configs import ImpalaConfig
 from podracer.agents.learn import make_optimizer
 from podracer.agents.learn import sgd_update
-from podracer.agents.networks import ActorCritic
-from podracer.agents.networks import resolve_torso
-from podracer.agents.policy import categorical_entropy
+from podracer.agents.networks import make_actor_critic
+from podracer.agents.normalization import VALUE_KEY
+from podracer.agents.normalization import frozen_statistics
+from podracer.agents.normalization import normalize
+from podracer.agents.normalization import normalized_network
+from podracer.agents.normalization import update_stats
+from podracer.agents.normalization import updating_statistics
+from podracer.agents.policy import action_policy
 from podracer.agents.policy import log_prob
-from podracer.agents.policy import sample_categorical
 from podracer.agents.types import Agent
 from podracer.agents.types import Trajectory
 from podracer.agents.types import masked_mean
@@ -30,39 +41,47 @@ def make_impala(
     spec: EnvSpec, config: ImpalaConfig = ImpalaConfig(), total_updates: int | None = None
 ) -> Agent:
     del total_updates  # constant learning rate
-    net = ActorCritic(
-        spec.num_actions,
-        resolve_torso(config.torso, spec, "ImpalaConfig"),
-        len(spec.observation_shape),
-        config.hidden_sizes,
-        config.activation,
-        config.separate_critic,
+    net = make_actor_critic(spec, config, "ImpalaConfig")
+    policy = action_policy(spec, config.squash)
+    init, apply = normalized_network(
+        net, spec, config.normalize_observations, config.normalize_values, config.observation_clip
     )
     optimizer = make_optimizer(config.learning_rate, config.max_grad_norm)
+    if config.normalize_observations or config.normalize_values:
+        optimizer = frozen_statistics(optimizer)
 
-    def init(key):
-        return net.init(key, jnp.zeros((1, *spec.observation_shape), spec.observation_dtype))
-
-    def act(params, key, observation):
-        logits, _ = net.apply(params, observation)
-        return sample_categorical(key, logits), {"logits": logits}
+    def act(params, key, observation, step=0):
+        del step  # no schedule in acting
+        dist, _ = apply(params, observation)
+        action, extras = policy.sample(key, dist)
+        if spec.is_discrete:
+            return action, {"logits": dist}
+        return action, {**extras, "log_prob": policy.log_prob(dist, action, extras)}
 
     def greedy_act(params, observation):
-        logits, _ = net.apply(params, observation)
-        return jnp.argmax(logits, axis=-1).astype(jnp.int32)
+        dist, _ = apply(params, observation)
+        return policy.greedy(dist)
 
-    def loss(params, trajectory: Trajectory, key: chex.PRNGKey):
+    def behaviour_log_prob(trajectory: Trajectory) -> chex.Array:  # [T, B]
+        if spec.is_discrete:
+            return log_prob(trajectory.extras["logits"][:-1], trajectory.action[:-1])
+        return trajectory.extras["log_prob"][:-1]
+
+    def loss_and_targets(params, trajectory: Trajectory, key: chex.PRNGKey):
+        """`(loss, (metrics, value targets [T, B], mask [T, B]))`."""
         del key
         ts = trajectory.timestep
-        logits, values = net.apply(params, ts.observation)  # [T+1, B, A], [T+1, B]
+        dist, values = apply(params, ts.observation)  # [T+1, B, ...], [T+1, B]
         bounds = returns.boundaries(ts, config.gamma)
         final_v = None
         if spec.can_truncate and ts.final_observation is not None:
-            final_v = net.apply(params, ts.final_observation[1:], method=ActorCritic.value)
+            final_v = apply(params, ts.final_observation[1:], method="value")
         v_t = jax.lax.stop_gradient(returns.bootstrap_values(values, final_v, ts))
         a_tm1 = trajectory.action[:-1]
-        logp_tm1 = log_prob(logits[:-1], a_tm1)
-        behaviour_logp_tm1 = log_prob(trajectory.extras["logits"][:-1], a_tm1)
+        extras_tm1 = {k: x[:-1] for k, x in trajectory.extras.items() if k == "raw_action"}
+        dist_tm1 = jax.tree.map(lambda x: x[:-1], dist)
+        logp_tm1 = policy.log_prob(dist_tm1, a_tm1, extras_tm1)
+        behaviour_logp_tm1 = behaviour_log_prob(trajectory)
         rho_tm1 = jnp.exp(jax.lax.stop_gradient(logp_tm1) - behaviour_logp_tm1)
         vt = returns.vtrace(
             jax.lax.stop_gradient(values[:-1]),
@@ -74,8 +93,13 @@ def make_impala(
             config.clip_pg_rho_threshold,
         )
         pg_loss = -masked_mean(logp_tm1 * vt.pg_advantage, bounds.mask)
-        baseline_loss = 0.5 * masked_mean(jnp.square(vt.value_target - values[:-1]), bounds.mask)
-        entropy = masked_mean(categorical_entropy(logits[:-1]), bounds.mask)
+        value_tm1, target_tm1 = values[:-1], vt.value_target
+        if config.normalize_values:  # the loss in normalised units
+            value_tm1, target_tm1 = (
+                normalize(params[VALUE_KEY], v) for v in (value_tm1, target_tm1)
+            )
+        baseline_loss = 0.5 * masked_mean(jnp.square(target_tm1 - value_tm1), bounds.mask)
+        entropy = masked_mean(policy.entropy(dist_tm1), bounds.mask)
         total = pg_loss + config.baseline_cost * baseline_loss - config.entropy_cost * entropy
         metrics = {
             "losses/policy": pg_loss,
@@ -84,7 +108,26 @@ def make_impala(
             "agent/rho_mean": masked_mean(rho_tm1, bounds.mask),
             "agent/value_mean": masked_mean(values[:-1], bounds.mask),
         }
+        return total, (metrics, vt.value_target, bounds.mask)
+
+    def loss(params, trajectory: Trajectory, key: chex.PRNGKey):
+        total, (metrics, _, _) = loss_and_targets(params, trajectory, key)
         return total, metrics
+
+    def update(params, opt_state, trajectory: Trajectory, key, reduce_grads=lambda x: x):
+        """`sgd_update`'s step, then the value targets it trained on merged into the value
+        statistics (V-trace's targets need the values first, so they follow the step)."""
+        grad_fn = jax.value_and_grad(loss_and_targets, has_aux=True)
+        (total, (metrics, targets, mask)), grads = grad_fn(params, trajectory, key)
+        grads, metrics, total = reduce_grads((grads, metrics, total))
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        new_params = optax.apply_updates(params, updates)
+        stats = update_stats(params[VALUE_KEY], targets, reduce_grads, mask)
+        metrics = {**metrics, "losses/total": total, "losses/grad_norm": optax.tree.norm(grads)}
+        return {**new_params, VALUE_KEY: stats}, opt_state, metrics
+
+    if not config.normalize_values:
+        update = sgd_update(loss, optimizer)
 
     return Agent(
         name="impala",
@@ -95,5 +138,5 @@ def make_impala(
         greedy_act=greedy_act,
         loss=loss,
         optimizer=optimizer,
-        update=sgd_update(loss, optimizer),
+        update=updating_statistics(update, config.normalize_observations),
     )

@@ -53,14 +53,78 @@ def sgd_update(
 
 
 def make_optimizer(
-    learning_rate: float | optax.Schedule, max_grad_norm: float | None, *, eps: float = 1e-8
+    learning_rate: float | optax.Schedule,
+    max_grad_norm: float | None,
+    *,
+    eps: float = 1e-8,
+    name: str = "adam",
 ) -> optax.GradientTransformation:
-    """Adam with optional global-norm clipping, the default of every agent here."""
+    """Adam (or RAdam, PQN's) with optional global-norm clipping, every agent's optimizer."""
     chain = []
     if max_grad_norm is not None and max_grad_norm > 0:
         chain.append(optax.clip_by_global_norm(max_grad_norm))
-    chain.append(optax.adam(learning_rate, eps=eps))
+    adam = optax.radam if name == "radam" else optax.adam
+    chain.append(adam(learning_rate, eps=eps))
     return optax.chain(*chain)
+
+
+def annealed(
+    learning_rate: float, total_updates: int | None, steps_per_update: int = 1
+) -> float | optax.Schedule:
+    """`learning_rate` falling linearly to 0 over `total_updates` updates of
+    `steps_per_update` optimizer steps each, constant within an update (PureJaxRL's and
+    PQN's schedule); the constant rate when the run's length is unknown."""
+    if not total_updates:
+        return learning_rate
+
+    def schedule(count):
+        frac = 1.0 - (count // steps_per_update) / total_updates
+        return learning_rate * jnp.maximum(frac, 0.0)
+
+    return schedule
+
+
+def minibatch_update(
+    batch_loss: Callable[..., tuple[chex.Array, Metrics]],
+    optimizer: optax.GradientTransformation,
+    num_epochs: int,
+    num_minibatches: int,
+):
+    """An update of `num_epochs` passes over a batch `[T, B, ...]`, each pass shuffling the
+    time axis (with the key every device shares) and splitting it into `num_minibatches`
+    gradient steps; `batch_loss(params, minibatch, reduce) -> (loss, metrics)`, `reduce`
+    averaging over the devices. Time-axis minibatches keep a run the same on 1 or N
+    devices: each device holds every time step of its own envs.
+
+        update(params, opt_state, batch, key, reduce_grads) -> (params, opt_state, metrics)
+    """
+
+    def update(params, opt_state, batch, key, reduce_grads: ReduceFn = lambda x: x):
+        num_steps = jax.tree.leaves(batch)[0].shape[0]
+        if num_steps % num_minibatches:
+            raise ValueError(
+                f"num_minibatches ({num_minibatches}) must divide the rollout length ({num_steps})"
+            )
+
+        def minibatch_step(carry, minibatch):
+            params, opt_state = carry
+            grad_fn = jax.grad(lambda p: batch_loss(p, minibatch, reduce_grads), has_aux=True)
+            grads, metrics = grad_fn(params)
+            grads, metrics = reduce_grads((grads, metrics))
+            updates, opt_state = optimizer.update(grads, opt_state, params)
+            metrics["losses/grad_norm"] = optax.tree.norm(grads)
+            return (optax.apply_updates(params, updates), opt_state), metrics
+
+        def epoch(carry, epoch_key):
+            order = jax.random.permutation(epoch_key, num_steps)
+            split = lambda x: x[order].reshape((num_minibatches, -1) + x.shape[1:])  # noqa: E731
+            return jax.lax.scan(minibatch_step, carry, jax.tree.map(split, batch))
+
+        keys = jax.random.split(key, num_epochs)
+        (params, opt_state), metrics = jax.lax.scan(epoch, (params, opt_state), keys)
+        return params, opt_state, jax.tree.map(jnp.mean, metrics)
+
+    return update
 
 
 def make_learn(agent, num_devices: int, axis_name: str, reduce_grads: Callable[[Any], Any]):

@@ -168,7 +168,8 @@ def make_muzero(
         obs = jnp.zeros((1, *spec.observation_shape), spec.observation_dtype)
         return net.init(key, obs, jnp.zeros((1,), jnp.int32))
 
-    def act(params, key, observation):
+    def act(params, key, observation, step=0):
+        del step  # no schedule in acting
         search_key, explore_key, action_key = jax.random.split(key, 3)
         out = search(params, search_key, model, observation, config.search)
         action = out.action

@@ -3,6 +3,12 @@
 The defaults are PureJaxRL's CartPole settings. Minibatches split the time axis with a
 key shared by every device, and advantage statistics are averaged over devices, so a
 run is the same on 1 or N devices for the same global batch.
+
+Discrete actions use a categorical policy; a continuous box a diagonal Gaussian
+(`podracer.agents.policy`), whose behaviour log-probability is that of the sample the
+env received (clipped by the env, or tanh-squashed with its Jacobian), so the ratio's
+two terms score the same action. With `normalize_observations` the running statistics
+are part of the params (`podracer.agents.normalization`).
 """
 
 from __future__ import annotations
@@ -12,26 +18,35 @@ from typing import NamedTuple
 import chex
 import jax
 import jax.numpy as jnp
-import optax
 
 from podracer.agents import returns
 from podracer.agents.configs import PPOConfig
-from podracer.agents.networks import ActorCritic
-from podracer.agents.networks import resolve_torso
-from podracer.agents.policy import categorical_entropy
-from podracer.agents.policy import log_prob
-from podracer.agents.policy import sample_categorical
+from podracer.agents.learn import annealed
+from podracer.agents.learn import make_optimizer
+from podracer.agents.learn import minibatch_update
+from podracer.agents.networks import make_actor_critic
+from podracer.agents.normalization import STATS_KEY
+from podracer.agents.normalization import VALUE_KEY
+from podracer.agents.normalization import frozen_statistics
+from podracer.agents.normalization import merge_observations
+from podracer.agents.normalization import normalize
+from podracer.agents.normalization import normalized_network
+from podracer.agents.normalization import update_stats
+from podracer.agents.policy import action_policy
 from podracer.agents.types import Agent
 from podracer.agents.types import Trajectory
 from podracer.agents.types import masked_mean
 from podracer.envs import EnvSpec
+
+_ACTION_EXTRAS = ("raw_action",)  # extras of `act` that log-probabilities read
 
 
 class _Batch(NamedTuple):
     """A rollout flattened to PPO's per-transition inputs."""
 
     observation: chex.Array  # [T, B, *obs]
-    action: chex.Array  # [T, B]
+    action: chex.Array  # [T, B] int32, or [T, B, *action_shape] float32
+    action_extras: dict  # [T, B, ...]: what log_prob needs besides the action (raw samples)
     behaviour_log_prob: chex.Array  # [T, B]
     behaviour_value: chex.Array  # [T, B]
     advantage: chex.Array  # [T, B]
@@ -42,36 +57,28 @@ class _Batch(NamedTuple):
 def make_ppo(
     spec: EnvSpec, config: PPOConfig = PPOConfig(), total_updates: int | None = None
 ) -> Agent:
-    net = ActorCritic(
-        spec.num_actions,
-        resolve_torso(config.torso, spec, "PPOConfig"),
-        len(spec.observation_shape),
-        config.hidden_sizes,
-        config.activation,
-        config.separate_critic,
+    net = make_actor_critic(spec, config, "PPOConfig")
+    policy = action_policy(spec, config.squash)
+    init, apply = normalized_network(
+        net, spec, config.normalize_observations, config.normalize_values, config.observation_clip
     )
     steps_per_update = config.num_epochs * config.num_minibatches
-    learning_rate: float | optax.Schedule = config.learning_rate
-    if config.anneal_lr and total_updates:
+    learning_rate = config.learning_rate
+    if config.anneal_lr:
+        learning_rate = annealed(config.learning_rate, total_updates, steps_per_update)
+    optimizer = make_optimizer(learning_rate, config.max_grad_norm, eps=1e-5)
+    if config.normalize_observations or config.normalize_values:
+        optimizer = frozen_statistics(optimizer)
 
-        def learning_rate(count):  # PureJaxRL's schedule: constant within an update
-            frac = 1.0 - (count // steps_per_update) / total_updates
-            return config.learning_rate * jnp.maximum(frac, 0.0)
-
-    chain = [optax.clip_by_global_norm(config.max_grad_norm)] if config.max_grad_norm else []
-    optimizer = optax.chain(*chain, optax.adam(learning_rate, eps=1e-5))
-
-    def init(key):
-        return net.init(key, jnp.zeros((1, *spec.observation_shape), spec.observation_dtype))
-
-    def act(params, key, observation):
-        logits, value = net.apply(params, observation)
-        action = sample_categorical(key, logits)
-        return action, {"log_prob": log_prob(logits, action), "value": value}
+    def act(params, key, observation, step=0):
+        del step  # no schedule in acting
+        dist, value = apply(params, observation)
+        action, extras = policy.sample(key, dist)
+        return action, {**extras, "log_prob": policy.log_prob(dist, action, extras), "value": value}
 
     def greedy_act(params, observation):
-        logits, _ = net.apply(params, observation)
-        return jnp.argmax(logits, axis=-1).astype(jnp.int32)
+        dist, _ = apply(params, observation)
+        return policy.greedy(dist)
 
     def make_batch(params, trajectory: Trajectory) -> _Batch:
         ts = trajectory.timestep
@@ -79,12 +86,13 @@ def make_ppo(
         values = trajectory.extras["value"]  # behaviour values [T+1, B]
         final_v = None
         if spec.can_truncate and ts.final_observation is not None:
-            final_v = net.apply(params, ts.final_observation[1:], method=ActorCritic.value)
+            final_v = apply(params, ts.final_observation[1:], method="value")
         v_t = jax.lax.stop_gradient(returns.bootstrap_values(values, final_v, ts))
         advantage = returns.lambda_advantages(values[:-1], v_t, bounds, config.gae_lambda)
         return _Batch(
             ts.observation[:-1],
             trajectory.action[:-1],
+            {k: trajectory.extras[k][:-1] for k in _ACTION_EXTRAS if k in trajectory.extras},
             trajectory.extras["log_prob"][:-1],
             values[:-1],
             advantage,
@@ -93,24 +101,29 @@ def make_ppo(
         )
 
     def batch_loss(params, batch: _Batch, reduce=lambda x: x):
-        logits, value = net.apply(params, batch.observation)
+        dist, value = apply(params, batch.observation)
         adv = batch.advantage
         if config.normalize_advantages:
             mean = reduce(masked_mean(adv, batch.mask))
             var = reduce(masked_mean(jnp.square(adv - mean), batch.mask))
             adv = (adv - mean) / (jnp.sqrt(var) + 1e-8)
-        logp = log_prob(logits, batch.action)
+        logp = policy.log_prob(dist, batch.action, batch.action_extras)
         ratio = jnp.exp(logp - batch.behaviour_log_prob)
         clipped_ratio = jnp.clip(ratio, 1.0 - config.clip_eps, 1.0 + config.clip_eps)
         pg_loss = masked_mean(-jnp.minimum(ratio * adv, clipped_ratio * adv), batch.mask)
-        value_error = jnp.square(value - batch.value_target)
-        if config.clip_value_loss:
-            clipped = batch.behaviour_value + jnp.clip(
-                value - batch.behaviour_value, -config.clip_eps, config.clip_eps
+        target, behaviour_value = batch.value_target, batch.behaviour_value
+        if config.normalize_values:  # the loss in normalised units
+            value, target, behaviour_value = (
+                normalize(params[VALUE_KEY], v) for v in (value, target, behaviour_value)
             )
-            value_error = jnp.maximum(value_error, jnp.square(clipped - batch.value_target))
+        value_error = jnp.square(value - target)
+        if config.clip_value_loss:
+            clipped = behaviour_value + jnp.clip(
+                value - behaviour_value, -config.clip_eps, config.clip_eps
+            )
+            value_error = jnp.maximum(value_error, jnp.square(clipped - target))
         value_loss = 0.5 * masked_mean(value_error, batch.mask)
-        entropy = masked_mean(categorical_entropy(logits), batch.mask)
+        entropy = masked_mean(policy.entropy(dist), batch.mask)
         total = pg_loss + config.value_cost * value_loss - config.entropy_cost * entropy
         metrics = {
             "losses/total": total,
@@ -128,32 +141,20 @@ def make_ppo(
         del key
         return batch_loss(params, make_batch(params, trajectory))
 
+    minibatches = minibatch_update(batch_loss, optimizer, config.num_epochs, config.num_minibatches)
+
     def update(params, opt_state, trajectory: Trajectory, key, reduce_grads=lambda x: x):
         batch = make_batch(params, trajectory)
-        num_steps = batch.action.shape[0]
-        if num_steps % config.num_minibatches:
-            raise ValueError(
-                f"PPOConfig.num_minibatches ({config.num_minibatches}) must divide the rollout "
-                f"length ({num_steps})"
-            )
-
-        def minibatch_step(carry, minibatch):
-            params, opt_state = carry
-            grad_fn = jax.grad(lambda p: batch_loss(p, minibatch, reduce_grads), has_aux=True)
-            grads, metrics = grad_fn(params)
-            grads, metrics = reduce_grads((grads, metrics))
-            updates, opt_state = optimizer.update(grads, opt_state, params)
-            metrics["losses/grad_norm"] = optax.tree.norm(grads)
-            return (optax.apply_updates(params, updates), opt_state), metrics
-
-        def epoch(carry, epoch_key):
-            order = jax.random.permutation(epoch_key, num_steps)
-            split = lambda x: x[order].reshape((config.num_minibatches, -1) + x.shape[1:])
-            return jax.lax.scan(minibatch_step, carry, jax.tree.map(split, batch))
-
-        keys = jax.random.split(key, config.num_epochs)
-        (params, opt_state), metrics = jax.lax.scan(epoch, (params, opt_state), keys)
-        return params, opt_state, jax.tree.map(jnp.mean, metrics)
+        if config.normalize_values:  # before the update: its loss scales these targets
+            stats = update_stats(params[VALUE_KEY], batch.value_target, reduce_grads, batch.mask)
+            params = {**params, VALUE_KEY: stats}
+        new_params, opt_state, metrics = minibatches(params, opt_state, batch, key, reduce_grads)
+        if config.normalize_observations:  # after: the loss saw what the actors acted with
+            new_params = {
+                **new_params,
+                STATS_KEY: merge_observations(params, trajectory, reduce_grads)[STATS_KEY],
+            }
+        return new_params, opt_state, metrics
 
     return Agent(
         name="ppo",

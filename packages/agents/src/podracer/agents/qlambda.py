@@ -1,12 +1,22 @@
-"""Q(lambda): the Podracer paper's Anakin demo agent.
+"""Q(lambda), the Podracer paper's Anakin demo agent, and PQN as its options.
 
 A Q-network trained towards Peng's Q(lambda) returns (rlax.lambda_returns on
 max_a Q(s_{t+1}, a)), acting epsilon-greedily; epsilon 0 is the demo's greedy acting.
 Unlike the demo, which takes one backward pass per environment (vmap of grad), the loss
 is the mean over the whole device batch: one backward pass per update.
+
+PQN (Gallici et al., 2025, "Simplifying Deep Temporal Difference Learning") is this
+agent with LayerNorm in the network (its stabiliser: no target network, no replay),
+`num_epochs` passes of `num_minibatches` minibatches over each rollout towards targets
+computed once from the Q-values of the params that acted, an epsilon falling linearly
+from `epsilon_start` over the first `epsilon_decay` of the updates, RAdam and an
+annealed learning rate. Minibatches split the time axis, as PPO's do, so a run is the
+same on any number of devices (PQN shuffles all transitions of a device instead).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import chex
 import jax
@@ -14,9 +24,11 @@ import jax.numpy as jnp
 import rlax
 
 from podracer.agents import returns
+from podracer.agents.configs import PQNConfig
 from podracer.agents.configs import QLambdaConfig
+from podracer.agents.learn import annealed
 from podracer.agents.learn import make_optimizer
-from podracer.agents.learn import sgd_update
+from podracer.agents.learn import minibatch_update
 from podracer.agents.networks import QNetwork
 from podracer.agents.networks import resolve_torso
 from podracer.agents.policy import epsilon_greedy
@@ -27,34 +39,62 @@ from podracer.agents.types import masked_mean
 from podracer.envs import EnvSpec
 
 
+class _Batch(NamedTuple):
+    """A rollout's transitions and their fixed targets."""
+
+    observation: chex.Array  # [T, B, *obs]
+    action: chex.Array  # [T, B]
+    target: chex.Array  # [T, B] Q(lambda) returns, from the params that acted
+    mask: chex.Array  # [T, B] bool
+
+
+def epsilon_schedule(config: QLambdaConfig, total_updates: int | None):
+    """`epsilon(update_step)`: constant, or linear from `epsilon_start` to `epsilon` over the
+    first `epsilon_decay` of the run's updates (then constant)."""
+    if config.epsilon_start is None or not total_updates:
+        return lambda step: jnp.float32(config.epsilon)
+    span = max(1.0, config.epsilon_decay * total_updates)
+
+    def epsilon(step):
+        frac = jnp.minimum(jnp.asarray(step, jnp.float32) / span, 1.0)
+        return config.epsilon_start + frac * (config.epsilon - config.epsilon_start)
+
+    return epsilon
+
+
 def make_qlambda(
     spec: EnvSpec, config: QLambdaConfig = QLambdaConfig(), total_updates: int | None = None
 ) -> Agent:
-    del total_updates  # constant learning rate
     net = QNetwork(
         spec.num_actions,
         resolve_torso(config.torso, spec, "QLambdaConfig"),
         len(spec.observation_shape),
         config.hidden_sizes,
         config.activation,
+        config.layer_norm,
     )
-    optimizer = make_optimizer(config.learning_rate, config.max_grad_norm)
+    steps_per_update = config.num_epochs * config.num_minibatches
+    learning_rate = config.learning_rate
+    if config.anneal_lr:
+        learning_rate = annealed(config.learning_rate, total_updates, steps_per_update)
+    optimizer = make_optimizer(learning_rate, config.max_grad_norm, name=config.optimizer)
+    epsilon = epsilon_schedule(config, total_updates)
 
     def init(key):
         dummy = jnp.zeros((1, *spec.observation_shape), spec.observation_dtype)
         return net.init(key, dummy)
 
-    def act(params, key, observation):
-        return epsilon_greedy(key, net.apply(params, observation), config.epsilon), {}
+    def act(params, key, observation, step=0):
+        return epsilon_greedy(key, net.apply(params, observation), epsilon(step)), {}
 
     def greedy_act(params, observation):
         return jnp.argmax(net.apply(params, observation), axis=-1).astype(jnp.int32)
 
-    def loss(params, trajectory: Trajectory, key: chex.PRNGKey):
-        del key
+    def make_batch(params, trajectory: Trajectory) -> _Batch:
         ts = trajectory.timestep
         q = net.apply(params, ts.observation)  # [T+1, B, A]
         bounds = returns.boundaries(ts, config.gamma)
+        bounds = bounds._replace(reward=bounds.reward * config.reward_scale)
         final_v = None
         if spec.can_truncate and ts.final_observation is not None:
             final_v = jnp.max(net.apply(params, ts.final_observation[1:]), axis=-1)
@@ -63,19 +103,30 @@ def make_qlambda(
         targets = jax.vmap(rlax.lambda_returns, in_axes=1, out_axes=1)(
             bounds.reward, bounds.discount, v_t, lambda_t
         )
-        targets = jax.lax.stop_gradient(targets)
-        a_tm1 = trajectory.action[:-1]
-        q_tm1 = select(q[:-1], a_tm1)
-        td = targets - q_tm1
-        value_loss = 0.5 * masked_mean(jnp.square(td), bounds.mask)
-        metrics = {
-            "losses/value": value_loss,
-            "agent/q_mean": masked_mean(q_tm1, bounds.mask),
-        }
+        return _Batch(
+            ts.observation[:-1], trajectory.action[:-1], jax.lax.stop_gradient(targets), bounds.mask
+        )
+
+    def batch_loss(params, batch: _Batch, reduce=lambda x: x):
+        del reduce
+        q_tm1 = select(net.apply(params, batch.observation), batch.action)
+        value_loss = 0.5 * masked_mean(jnp.square(batch.target - q_tm1), batch.mask)
+        metrics = {"losses/value": value_loss, "agent/q_mean": masked_mean(q_tm1, batch.mask)}
         return value_loss, metrics
 
+    def loss(params, trajectory: Trajectory, key: chex.PRNGKey):
+        del key
+        return batch_loss(params, make_batch(params, trajectory))
+
+    minibatches = minibatch_update(batch_loss, optimizer, config.num_epochs, config.num_minibatches)
+
+    def update(params, opt_state, trajectory: Trajectory, key, reduce_grads=lambda x: x):
+        batch = jax.lax.stop_gradient(make_batch(params, trajectory))
+        params, opt_state, metrics = minibatches(params, opt_state, batch, key, reduce_grads)
+        return params, opt_state, {**metrics, "losses/total": metrics["losses/value"]}
+
     return Agent(
-        name="qlambda",
+        name="pqn" if isinstance(config, PQNConfig) else "qlambda",
         spec=spec,
         config=config,
         init=init,
@@ -83,5 +134,5 @@ def make_qlambda(
         greedy_act=greedy_act,
         loss=loss,
         optimizer=optimizer,
-        update=sgd_update(loss, optimizer),
+        update=update,
     )

@@ -18,6 +18,7 @@ from typing import NamedTuple
 from podracer.agents.configs import ImpalaConfig
 from podracer.agents.configs import MuZeroConfig
 from podracer.agents.configs import PPOConfig
+from podracer.agents.configs import PQNConfig
 from podracer.agents.configs import QLambdaConfig
 from podracer.agents.validation import ConfigError
 
@@ -38,13 +39,19 @@ AGENTS: dict[str, AgentEntry] = {
         QLambdaConfig, "podracer.agents.qlambda:make_qlambda",
         "Q(lambda): Peng's Q(lambda) returns, epsilon-greedy (the Podracer demo agent)",
     ),
+    "pqn": AgentEntry(
+        PQNConfig, "podracer.agents.qlambda:make_qlambda",
+        "PQN: Q(lambda) with LayerNorm, minibatch epochs, an epsilon schedule (Gallici et al.)",
+    ),
     "impala": AgentEntry(
         ImpalaConfig, "podracer.agents.impala:make_impala",
         "IMPALA: V-trace actor-critic (Espeholt et al., 2018)",
+        ("discrete", "continuous"),
     ),
     "ppo": AgentEntry(
         PPOConfig, "podracer.agents.ppo:make_ppo",
         "PPO: clipped surrogate and GAE (Schulman et al., 2017)",
+        ("discrete", "continuous"),
     ),
     "muzero": AgentEntry(
         MuZeroConfig, "podracer.agents.muzero:make_muzero",

@@ -77,8 +77,10 @@ class Agent(NamedTuple):
     spec: EnvSpec
     config: Any  # the agent's frozen config dataclass
     init: Callable[[chex.PRNGKey], Params]
-    # act(params, key, observation [B, ...]) -> (action [B] int32, extras [B, ...])
-    act: Callable[[Params, chex.PRNGKey, chex.Array], tuple[chex.Array, Extras]]
+    # act(params, key, observation [B, ...], step=0) -> (action [B] int32, extras [B, ...]);
+    # `step` ([] int32) is the learner's update count of `params`, for schedules of acting
+    # (PQN's epsilon); runtimes pass it, other callers may leave it out.
+    act: Callable[..., tuple[chex.Array, Extras]]
     # greedy_act(params, observation [B, ...]) -> action [B]: evaluation policy
     greedy_act: Callable[[Params, chex.Array], chex.Array]
     # loss(params, trajectory, key) -> (scalar, metrics)

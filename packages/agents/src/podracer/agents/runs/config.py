@@ -159,16 +159,20 @@ class RunConfig:
 def changed_fields(stored: dict[str, Any], config: RunConfig) -> dict[str, tuple[Any, Any]]:
     """`{field: (stored value, new value)}` for every top-level field that differs.
 
-    `agent_config` is compared field by field (`agent_config.learning_rate`, ...).
+    `agent_config` is compared field by field (`agent_config.learning_rate`, ...). A field
+    the stored config lacks was added by a later version of the code: its default keeps
+    the old behaviour, so it does not count as a change.
     """
     new = config.to_json()
     out = {}
     for name in sorted(set(stored) | set(new)):
+        if name not in stored:
+            continue
         old_value, new_value = stored.get(name), new.get(name)
         if name == "agent_config" and isinstance(old_value, dict) and isinstance(new_value, dict):
-            for sub in sorted(set(old_value) | set(new_value)):
-                if _canonical(old_value.get(sub)) != _canonical(new_value.get(sub)):
-                    out[f"agent_config.{sub}"] = (old_value.get(sub), new_value.get(sub))
+            for sub in sorted(old_value):
+                if _canonical(old_value[sub]) != _canonical(new_value.get(sub)):
+                    out[f"agent_config.{sub}"] = (old_value[sub], new_value.get(sub))
         elif _canonical(old_value) != _canonical(new_value):
             out[name] = (old_value, new_value)
     return out

@@ -3,7 +3,7 @@
 A preset is one agent config (the same on Anakin and Sebulba: the same flags mean the
 same agent) and, per runtime, the layout fields that go with it (batch sizes, rollout
 length, budget). Command lines pick the preset of the env's family (`podracer.envs.
-env_family`: catch, classic, minatar, atari, mujoco, brax) unless `--preset` names
+env_family`: catch, classic, control, minatar, atari, mujoco, brax) unless `--preset` names
 another, print which one they use, and apply explicit flags on top. Each preset says in
 one line where its numbers come from.
 """
@@ -17,6 +17,7 @@ from typing import NamedTuple
 from podracer.agents.configs import ImpalaConfig
 from podracer.agents.configs import MuZeroConfig
 from podracer.agents.configs import PPOConfig
+from podracer.agents.configs import PQNConfig
 from podracer.agents.configs import QLambdaConfig
 from podracer.agents.validation import ConfigError
 
@@ -128,4 +129,58 @@ register_preset("impala", "atari", Preset(
     ImpalaConfig(torso="nature_cnn", learning_rate=6e-4, entropy_cost=0.01, max_grad_norm=40.0),
     {"sebulba": dict(envs_per_thread=32, rollout_length=20, total_env_steps=10_000_000)},
     "IMPALA's Atari settings (Espeholt et al., 2018) with the Nature CNN torso, T=20",
+))  # fmt: skip
+register_preset("pqn", "minatar", Preset(
+    PQNConfig(torso="minatar_cnn"),
+    {"anakin": dict(num_envs=128, rollout_length=32, updates_per_chunk=10,
+                    total_env_steps=10_000_000),
+     "sebulba": dict(envs_per_thread=128, rollout_length=32, total_env_steps=10_000_000)},
+    "PQN's published MinAtar settings (purejaxql pqn_minatar.yaml): 128 envs x 32 steps, "
+    "2 epochs x 32 minibatches, MinAtar CNN with LayerNorm, RAdam 5e-4 annealed",
+))  # fmt: skip
+register_preset("pqn", "classic", Preset(
+    PQNConfig(learning_rate=1e-4, lambda_=0.95, reward_scale=0.1, epsilon=0.2, epsilon_decay=0.2,
+              num_epochs=4, num_minibatches=16, hidden_sizes=(256, 256), optimizer="radam"),
+    {"anakin": dict(num_envs=32, rollout_length=64, updates_per_chunk=20, total_env_steps=500_000),
+     "sebulba": dict(envs_per_thread=32, rollout_length=64, total_env_steps=500_000)},
+    "PQN's CartPole settings (purejaxql pqn_cartpole.yaml): 32 envs x 64 steps, 4 epochs x 16 "
+    "minibatches, MLP 256x2 with LayerNorm, rewards x 0.1, epsilon 1 -> 0.2 over 20%",
+))  # fmt: skip
+register_preset("pqn", "catch", Preset(
+    PQNConfig(num_minibatches=4, hidden_sizes=(256,)),
+    {"anakin": dict(num_envs=128, rollout_length=16, updates_per_chunk=50, total_env_steps=409_600),
+     "sebulba": dict(envs_per_thread=128, rollout_length=16, total_env_steps=409_600)},
+    "the Catch demo layout with PQN's other settings, 4 minibatches: training return 0.89 "
+    "at 4.1e5 steps on Anakin (epsilon 0.05; packages/anakin/tests/test_learning.py)",
+))  # fmt: skip
+
+# Continuous control: a Gaussian policy (CleanRL's state-independent log-std, samples
+# clipped by the env) with observations and values normalised by running statistics.
+_CONTROL_PPO = PPOConfig(learning_rate=5e-4, max_grad_norm=1.0, entropy_cost=0.01,
+                         normalize_observations=True, normalize_values=True)  # fmt: skip
+_CONTROL_LAYOUT = {
+    "anakin": dict(num_envs=32, rollout_length=16, updates_per_chunk=100,
+                   total_env_steps=1_000_000),
+    "sebulba": dict(envs_per_thread=32, rollout_length=16, total_env_steps=1_000_000),
+}  # fmt: skip
+register_preset("ppo", "control", Preset(
+    _CONTROL_PPO, _CONTROL_LAYOUT,
+    "gymnax-blines' Pendulum/MountainCarContinuous PPO (32 envs x 16 steps, 4 epochs x 4 "
+    "minibatches, lr 5e-4, clip 1.0, 1e6 steps) with annealing and obs/value normalisation: "
+    "Pendulum -168, MountainCarContinuous 94 on Anakin (benchmarks/continuous.py)",
+))  # fmt: skip
+register_preset("ppo", "mujoco", Preset(
+    PPOConfig(learning_rate=3e-4, max_grad_norm=0.5, entropy_cost=0.0, num_epochs=10,
+              num_minibatches=32, normalize_observations=True, normalize_values=True),
+    {"sebulba": dict(envs_per_thread=8, rollout_length=256, total_env_steps=1_000_000)},
+    "CleanRL's ppo_continuous_action (2048 steps per update, 10 epochs x 32 minibatches, lr "
+    "3e-4 annealed, no entropy bonus, obs normalisation; values normalised for its reward "
+    "scaling) as 8 envs x 256 steps: HalfCheetah-v4 2235 at 1e6 steps (benchmarks/continuous.py)",
+))  # fmt: skip
+register_preset("impala", "control", Preset(
+    ImpalaConfig(learning_rate=1e-3, max_grad_norm=0.5, entropy_cost=0.0, separate_critic=True,
+                 normalize_observations=True, normalize_values=True),
+    _CONTROL_LAYOUT,
+    "the classic IMPALA preset with obs/value normalisation and no entropy bonus: Pendulum "
+    "-263 at 1e6 steps on Anakin (one seed; benchmarks/continuous.py)",
 ))  # fmt: skip

@@ -327,9 +327,10 @@ class Run:
         since_time, since_steps = self._log_mark or (self._started, self._restored_env_steps())
         sps = (self.env_steps - since_steps) / max(now - since_time, 1e-9)
         self._log_mark = (now, self.env_steps)
+        elapsed = self.elapsed  # one value for every seed's row of this step
         for seed, r in enumerate(rows):
             r.setdefault("charts/SPS", sps)
-            r.setdefault("timing/elapsed", self.elapsed)
+            r.setdefault("timing/elapsed", elapsed)
             self._writer.write(self.env_steps, r, seed=seed if isinstance(row, list) else None)
             self.history.append(
                 {

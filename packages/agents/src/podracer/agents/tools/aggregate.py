@@ -357,9 +357,9 @@ def common_grid(xs: Sequence[np.ndarray], num_points: int = 200) -> np.ndarray:
     ):
         return xs[0]
     lo, hi = max(x[0] for x in xs), min(x[-1] for x in xs)
-    if lo > hi:
-        raise ValueError(f"the seeds share no range of x (the latest start {lo:g} > {hi:g})")
-    return np.linspace(lo, hi, num_points) if hi > lo else np.array([lo])
+    if lo >= hi:  # no shared range (e.g. one row per seed): one point, each seed's nearest
+        return np.array([(lo + hi) / 2])
+    return np.linspace(lo, hi, num_points)
 
 
 def interpolate(x: np.ndarray, y: np.ndarray, grid: np.ndarray) -> np.ndarray:
