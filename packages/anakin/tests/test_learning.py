@@ -28,6 +28,11 @@ def test_actor_critic_agents_learn_catch(agent, overrides):
     assert final_return(train(config), last=2) > 0.9
 
 
+def test_pqn_learns_catch_with_its_preset():
+    config, _ = AnakinConfig.from_preset(agent="pqn", progress=False)
+    assert final_return(train(config), last=2) > 0.8  # epsilon ends at 0.05
+
+
 def test_ppo_solves_cartpole_at_purejaxrl_settings():
     # PureJaxRL's CartPole PPO: 4 envs x 128 steps, 4 epochs x 4 minibatches, 5e5 steps.
     config = AnakinConfig(

@@ -97,3 +97,17 @@ def test_steps_per_update_and_updates():
     )
     assert config.steps_per_update() == 384
     assert config.num_updates() == 3  # rounded up
+
+
+def test_cpu_actors_beside_accelerator_learners_index_their_own_pool():
+    # 2 accelerator devices and 1 CPU device: actors default to the CPU, learners to both.
+    config = SebulbaConfig(actor_backend="cpu", envs_per_thread=8)
+    assert config.device_ids(2, num_actor_devices=1) == ((0,), (0, 1))
+    assert SebulbaConfig(actor_backend="cpu", learner_device_ids=(1,)).device_ids(2, 1) == (
+        (0,),
+        (1,),
+    )
+    with pytest.raises(ValueError, match=r"actor_device_ids=\(1,\) names a device beyond the 1"):
+        SebulbaConfig(actor_backend="cpu", actor_device_ids=(1,)).device_ids(2, 1)
+    with pytest.raises(ValueError, match="envs_per_thread .* learner devices"):
+        SebulbaConfig(actor_backend="cpu", envs_per_thread=5).device_ids(2, 1)

@@ -175,3 +175,9 @@ def test_async_envs_step_two_lanes_in_the_compiled_rollout(tiny):
     result = train(tiny(async_envs=True, actor_loop="xla", total_env_steps=8 * 4 * 4))
     assert result.steps == 4 and result.env_steps == 128
     assert np.isfinite(result.history[-1]["losses/total"])
+
+
+def test_cpu_actors_on_a_cpu_machine_are_the_default_layout(tiny):
+    # Without an accelerator the CPU is the default backend: the same run as without it.
+    result = train(tiny(actor_backend="cpu", total_env_steps=8 * 4 * 2))
+    assert result.steps == 2 and np.isfinite(result.history[-1]["losses/total"])

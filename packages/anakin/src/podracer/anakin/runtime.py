@@ -94,9 +94,9 @@ def _split_per_env(keys: chex.Array, num: int) -> chex.Array:
     return jnp.swapaxes(jax.vmap(lambda k: jax.random.split(k, num))(keys), 0, 1)
 
 
-def _act_per_env(agent: Agent, params, keys: chex.Array, observation: chex.Array):
+def _act_per_env(agent: Agent, params, keys: chex.Array, observation: chex.Array, step):
     """`agent.act` with a key per environment (topology invariance); one batched forward."""
-    act = jax.vmap(lambda k, o: agent.act(params, k, o[None]), in_axes=(0, 0))
+    act = jax.vmap(lambda k, o: agent.act(params, k, o[None], step), in_axes=(0, 0))
     action, extras = act(keys, observation)
     return action[:, 0], jax.tree.map(lambda x: x[:, 0], extras)
 
@@ -128,7 +128,9 @@ def make_init(
         shapes = None
         if agent.replay is not None:
             rollout = make_rollout(agent, env, rollout_length)
-            shapes = jax.eval_shape(rollout, train.params, env_state, timestep, env_keys)[0]
+            shapes = jax.eval_shape(
+                rollout, train.params, env_state, timestep, env_keys, train.update_step
+            )[0]
         replay_state = init_local_replays(agent, shapes, mesh.size)
         return RunnerState(train, env_state, timestep, env_keys, replay_state)
 
@@ -139,23 +141,25 @@ def make_init(
 
 
 def make_rollout(agent: Agent, env: JaxEnv, rollout_length: int):
-    """Per-device rollout of T steps: returns a `[T+1, B]` trajectory and the new env carry."""
+    """Per-device rollout of T steps: returns a `[T+1, B]` trajectory and the new env carry.
 
-    def rollout(params, env_state, timestep, env_key):
-        def step(carry, _):
+    `step` is the update count of `params` (the agent's acting schedules read it)."""
+
+    def rollout(params, env_state, timestep, env_key, step):
+        def env_step(carry, _):
             env_state, timestep, env_key = carry
             env_key, act_key, step_key = _split_per_env(env_key, 3)
-            action, extras = _act_per_env(agent, params, act_key, timestep.observation)
+            action, extras = _act_per_env(agent, params, act_key, timestep.observation, step)
             env_state, next_timestep = jax.vmap(env.step)(env_state, action, step_key)
             return (env_state, next_timestep, env_key), (timestep, action, extras)
 
         (env_state, last, env_key), (timesteps, actions, extras) = jax.lax.scan(
-            step, (env_state, timestep, env_key), length=rollout_length
+            env_step, (env_state, timestep, env_key), length=rollout_length
         )
         # The last timestep's action and extras (values to bootstrap from); the next
         # rollout acts on it again with the updated params.
         env_key, act_key = _split_per_env(env_key, 2)
-        last_action, last_extras = _act_per_env(agent, params, act_key, last.observation)
+        last_action, last_extras = _act_per_env(agent, params, act_key, last.observation, step)
         append = lambda xs, x: jnp.concatenate([xs, x[None]], axis=0)
         trajectory = Trajectory(
             timestep=jax.tree.map(append, timesteps, last),
@@ -195,8 +199,9 @@ def make_chunk(
 
     def one_update(state: RunnerState):
         trajectory, (env_state, timestep, env_key) = rollout(
-            state.train.params, state.env_state, state.timestep, state.env_key
-        )
+            state.train.params, state.env_state, state.timestep, state.env_key,
+            state.train.update_step,
+        )  # fmt: skip
         train, losses, replay_state = learn(state.train, trajectory, state.replay)
         sums = jax.lax.psum(_episode_sums(trajectory.timestep), AXIS)
         return RunnerState(train, env_state, timestep, env_key, replay_state), losses, sums

@@ -129,7 +129,7 @@ class Actor:
             version, params = self._acting_params(n, cache)
             timer.lap("params")
             self._enter("rollout (env step and inference)")
-            out = self.loop.rollout(params)
+            out = self.loop.rollout(params, version)
             self._enter("shipping to the learner devices")
             trajectory = out.trajectory
             if not (self._shared_device and self.loop.trajectory_on_device):

@@ -39,6 +39,11 @@ class SebulbaConfig(RunConfig):
     # Indices into jax.local_devices(). None: device 0 on one device, else all devices
     # but the actors'.
     learner_device_ids: tuple[int, ...] | None = None
+    # Where actors run: "default" (the default backend's devices) or "cpu": this host's CPU,
+    # with the accelerator left to the learners. A CPU actor runs envpool's XLA loop, a
+    # whole rollout per compiled call, so actor threads do not wait on one another for the
+    # interpreter lock as per-step Python loops do (each call releases it for the rollout).
+    actor_backend: Literal["default", "cpu"] = "default"
     actor_threads_per_device: int = 1  # each thread owns envs_per_thread environments
     envs_per_thread: int = 16  # the actor batch B of one trajectory
     # Split each thread's envs into two halves stepped with send/recv, so one half's env
@@ -59,7 +64,7 @@ class SebulbaConfig(RunConfig):
     # gathered (a run moved from 2 hosts x 1 thread to 1 host x 2 threads, say).
     MAY_CHANGE_ON_RESUME: ClassVar[frozenset[str]] = RunConfig.MAY_CHANGE_ON_RESUME | {
         "actor_device_ids", "learner_device_ids", "actor_loop", "queue_size", "stage_timeout_s",
-        "actor_threads_per_device", "trajectories_per_update",
+        "actor_threads_per_device", "trajectories_per_update", "actor_backend",
     }  # fmt: skip
 
     def __post_init__(self) -> None:
@@ -90,12 +95,19 @@ class SebulbaConfig(RunConfig):
         """Env batches per actor thread stepped in turn (2 with async_envs)."""
         return 2 if self.async_envs else 1
 
-    def device_ids(self, num_devices: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    def device_ids(
+        self, num_devices: int, num_actor_devices: int | None = None
+    ) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """`(actor_ids, learner_ids)` among `num_devices` local devices; fails naming the field.
 
-        The two roles may share a device only as the single-device layout (both `(d,)`).
+        `num_actor_devices`: the size of a separate pool the actor ids index (CPU actors
+        beside accelerator learners): then actors default to its device 0 and learners to
+        every device. Within one pool the two roles may share a device only as the
+        single-device layout (both `(d,)`).
         """
         actor, learner = self.actor_device_ids, self.learner_device_ids
+        if num_actor_devices is not None:
+            return self._separate_ids(num_devices, num_actor_devices)
         if actor is None and learner is None:
             actor, learner = (
                 ((0,), (0,)) if num_devices == 1 else ((0,), tuple(range(1, num_devices)))
@@ -135,6 +147,21 @@ class SebulbaConfig(RunConfig):
                         f"{owner}.{name}={value} must be divisible by the {len(learner)} "
                         f"learner devices"
                     )
+        return tuple(actor), tuple(learner)
+
+    def _separate_ids(self, num_devices: int, num_actor_devices: int):
+        actor = self.actor_device_ids or (0,)
+        learner = self.learner_device_ids or tuple(range(num_devices))
+        for name, ids, n in (("actor_device_ids", actor, num_actor_devices),
+                             ("learner_device_ids", learner, num_devices)):  # fmt: skip
+            if any(i >= n for i in ids):
+                raise ConfigError(f"SebulbaConfig.{name}={ids} names a device beyond the {n} there")
+        if self.envs_per_thread % len(learner):
+            raise ConfigError(
+                f"SebulbaConfig.envs_per_thread ({self.envs_per_thread}) must be divisible by the "
+                f"number of learner devices ({len(learner)}): trajectories split along it"
+            )
+        self.check_rollout(self.rollout_length)
         return tuple(actor), tuple(learner)
 
     def num_actor_threads(self, num_actor_devices: int) -> int:

@@ -109,9 +109,9 @@ class PythonLoop:
         self._last: list[tuple[TimeStep, np.ndarray, Any]] | None = None  # per lane, row T
         self._drop_final: bool | None = None
 
-        def act(params, key, observation):
+        def act(params, key, observation, step):
             key, sub = jax.random.split(key)
-            action, extras = agent.act(params, sub, observation)
+            action, extras = agent.act(params, sub, observation, step)
             return action, extras, key
 
         def stack(extras):  # [T+1] of [b, ...] -> [T+1, b, ...]
@@ -144,8 +144,10 @@ class PythonLoop:
         """Fresh host buffers `[T+1, b, ...]` (the last rollout's may still be in flight)."""
         return jax.tree.map(lambda x: np.empty((self._length + 1, *x.shape), x.dtype), ts)
 
-    def rollout(self, params: Any) -> RolloutOutput:
+    def rollout(self, params: Any, step: int = 0) -> RolloutOutput:
+        """One trajectory acting with `params`, whose update count is `step`."""
         timer, n = self._timer, len(self.lanes)
+        step = np.int32(step)
         returns, lengths = [], []
         timesteps: list[TimeStep | None] = [None] * n
         actions: list[np.ndarray | None] = [None] * n
@@ -164,7 +166,7 @@ class PythonLoop:
             for lane in range(n):
                 ts = self._recv(lane)
                 timer.lap("env")
-                action, ex, key = self._act(params, key, ts.observation)
+                action, ex, key = self._act(params, key, ts.observation, step)
                 action.block_until_ready()
                 timer.lap("inference")
                 action = np.asarray(action)
@@ -231,26 +233,27 @@ class XlaLoop:
         episodic_life = [bool(env.pool.config.get("episodic_life", False)) for env in self.lanes]
         agent, T, n = self._agent, self._length, len(self.lanes)
 
-        def lane_step(params, key, handle, tracker, lane):
+        def lane_step(params, step, key, handle, tracker, lane):
             handle, (obs, reward, terminated, truncated, info) = xlas[lane].recv(handle)
             tracker, ts = envpool_timestep_by_id(
                 tracker, obs, reward, terminated, truncated, info, episodic_life[lane]
             )
             ts = ts._replace(final_observation=None)  # it is `observation` (envpool)
-            action, extras = agent.act(params, key, ts.observation)
+            action, extras = agent.act(params, key, ts.observation, step)
             handle = xlas[lane].send(handle, action, jnp.arange(action.shape[0], dtype=jnp.int32))
             return handle, tracker, Trajectory(ts, action, extras)
 
-        def all_lanes(params, carry: _XlaCarry):
+        def all_lanes(params, step, carry: _XlaCarry):
             key, *keys = jax.random.split(carry.key, n + 1)
             out = [
-                lane_step(params, keys[i], carry.handles[i], carry.trackers[i], i) for i in range(n)
+                lane_step(params, step, keys[i], carry.handles[i], carry.trackers[i], i)
+                for i in range(n)
             ]
             handles, trackers, rows = zip(*out, strict=True)
             return _XlaCarry(tuple(handles), tuple(trackers), key), tuple(rows)
 
-        def rollout(params, carry: _XlaCarry, last: tuple[Trajectory, ...]):
-            carry, rows = jax.lax.scan(lambda c, _: all_lanes(params, c), carry, length=T)
+        def rollout(params, step, carry: _XlaCarry, last: tuple[Trajectory, ...]):
+            carry, rows = jax.lax.scan(lambda c, _: all_lanes(params, step, c), carry, length=T)
             prepend = lambda x0, xs: jnp.concatenate([x0[None], xs], axis=0)
             trajectory = _concat_lanes(*[jax.tree.map(prepend, last[i], rows[i]) for i in range(n)])
             new_last = tuple(jax.tree.map(lambda x: x[-1], r) for r in rows)
@@ -259,7 +262,7 @@ class XlaLoop:
             return carry, new_last, trajectory, stats
 
         self._init = jax.jit(all_lanes)
-        self._rollout = jax.jit(rollout, donate_argnums=(1, 2))
+        self._rollout = jax.jit(rollout, donate_argnums=(2, 3))
         for env in self.lanes:
             env.async_reset()
         put = lambda x: jax.device_put(x, self._device)
@@ -269,11 +272,14 @@ class XlaLoop:
             put(self._key),
         )
 
-    def rollout(self, params: Any) -> RolloutOutput:
-        timer = self._timer
+    def rollout(self, params: Any, step: int = 0) -> RolloutOutput:
+        """One trajectory acting with `params`, whose update count is `step`."""
+        timer, step = self._timer, np.int32(step)
         if self._last is None:  # act on the reset observations: row 0 of the first rollout
-            self._carry, self._last = self._init(params, self._carry)
-        self._carry, self._last, trajectory, stats = self._rollout(params, self._carry, self._last)
+            self._carry, self._last = self._init(params, step, self._carry)
+        self._carry, self._last, trajectory, stats = self._rollout(
+            params, step, self._carry, self._last
+        )
         jax.block_until_ready(trajectory)
         timer.lap("env_and_inference")
         returns, lengths, mask = jax.device_get(stats)

@@ -77,6 +77,15 @@ def choose_loop(config: SebulbaConfig, env: HostEnv, device: jax.Device) -> type
     return XlaLoop if use_xla else PythonLoop
 
 
+def actor_devices(config: SebulbaConfig, process: int, devices: list) -> list:
+    """The devices actor ids index: `devices` (this process's default-backend devices), or
+    its CPU devices with `actor_backend="cpu"` when the default backend is another."""
+    if config.actor_backend == "default" or devices[0].platform == "cpu":
+        return devices
+    cpus = [d for d in jax.devices("cpu") if d.process_index == process]
+    return sorted(cpus, key=lambda d: d.id)
+
+
 def make_envs(config: SebulbaConfig, env_fn: EnvFn, first_thread: int, num_threads: int) -> list:
     """Each actor thread's env lanes, built here in the calling thread: a bad name fails
     before anything compiles. Env seeds depend on the thread's global index."""
@@ -119,7 +128,9 @@ def train(config: SebulbaConfig, env_fn: EnvFn | None = None) -> RunResult:
     """
     with Run.open(config, "sebulba") as run, contextlib.ExitStack() as cleanup:
         devices = process_devices(run.process_index)
-        actor_ids, learner_ids = config.device_ids(len(devices))
+        actor_pool = actor_devices(config, run.process_index, devices)
+        separate = None if actor_pool is devices else len(actor_pool)
+        actor_ids, learner_ids = config.device_ids(len(devices), separate)
         num_threads = config.num_actor_threads(len(actor_ids))
         first_thread = run.process_index * num_threads
         lanes = make_envs(config, env_fn or _default_env_fn(config.env), first_thread, num_threads)
@@ -134,7 +145,7 @@ def train(config: SebulbaConfig, env_fn: EnvFn | None = None) -> RunResult:
                 config.eval_episodes, config.seed + 1_000_003
             )
             cleanup.callback(eval_env.close)
-            device = devices[actor_ids[0]]
+            device = actor_pool[actor_ids[0]]
 
             def evaluate(params) -> float:
                 episodes = host_episodes(
@@ -151,7 +162,7 @@ def train(config: SebulbaConfig, env_fn: EnvFn | None = None) -> RunResult:
             state = restored.train
         supervisor = Supervisor(config.stage_timeout_s)
         params = ParameterServer(local_replica(state.params), run.step)
-        actors = make_actors(config, agent, lanes, [devices[i] for i in actor_ids],
+        actors = make_actors(config, agent, lanes, [actor_pool[i] for i in actor_ids],
                              learner_mesh([devices[i] for i in learner_ids]), params, supervisor,
                              run.step, first_thread)  # fmt: skip
         learner = Learner(agent, mesh, actors, supervisor)
