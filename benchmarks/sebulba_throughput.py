@@ -241,13 +241,16 @@ def measure(name: str, config) -> dict:
     from podracer.envs import make_host
     from podracer.sebulba import train
     from podracer.sebulba.rollout import XlaLoop
+    from podracer.sebulba.run import actor_devices
     from podracer.sebulba.run import choose_loop
 
     # The loop the training run's actors use: the XLA loop needs a CPU actor device.
-    actor_ids, _ = config.device_ids(len(jax.local_devices()))
+    devices = jax.local_devices()
+    pool = actor_devices(config, 0, devices)
+    actor_ids, _ = config.device_ids(len(devices), None if pool is devices else len(pool))
     probe = make_host(config.env, num_envs=1)
     spec = probe.spec
-    xla = choose_loop(config, probe, jax.local_devices()[actor_ids[0]]) is XlaLoop
+    xla = choose_loop(config, probe, pool[actor_ids[0]]) is XlaLoop
     probe.close()
     agent = make_agent(config.agent, spec, config.agent_config, total_updates=config.num_updates())
     a = raw_env_sps(config)
@@ -323,6 +326,7 @@ def main() -> None:
     parser.add_argument("--actor-threads", type=int)
     parser.add_argument("--rollout-length", type=int)
     parser.add_argument("--total-env-steps", type=int)
+    parser.add_argument("--actor-backend", choices=("default", "cpu"))
     args = parser.parse_args()
     overrides = {
         field: value
@@ -331,6 +335,7 @@ def main() -> None:
             ("actor_threads_per_device", args.actor_threads),
             ("rollout_length", args.rollout_length),
             ("total_env_steps", args.total_env_steps),
+            ("actor_backend", args.actor_backend),
         )
         if value is not None
     }

@@ -1,0 +1,203 @@
+"""The learning benchmark suite: standard small tasks, several seeds, against the peers.
+
+    uv run python benchmarks/suite.py                    # every task not done yet
+    uv run python benchmarks/suite.py --tasks anakin-ppo-CartPole-v1 --seeds 5
+    uv run python benchmarks/suite.py --list
+
+Each task trains one agent on one env with the preset the command line would use
+(`<Config>.from_preset`), for its step budget, with `--seeds` seeds: on Anakin one run of
+`num_seeds` vmapped seeds, on Sebulba one run (process) per seed. Runs live in
+`runs/suite/`; a task whose runs exist but did not finish is resumed (the run harness
+continues each from its newest checkpoint), a finished one is skipped (`--force` reruns).
+
+Per task it writes `benchmarks/results/suite/<task>/`: every run's `config.json` and
+`metrics.jsonl` (what the plot tool reads), `curve.png` (each seed and the IQM with its
+95% bootstrap band, by `podracer plot`) and `summary.json`; and rebuilds
+`benchmarks/results/suite/README.md`, the table of all tasks: final return (mean and IQM
+with 95% intervals over seeds, the mean over the last 10% of each seed's logged steps),
+steps and wall time to the reference where reached, SPS, and the peer's reference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from typing import NamedTuple
+
+RUNS = "runs/suite"
+RESULTS = "benchmarks/results/suite"
+
+
+class Task(NamedTuple):
+    runtime: str  # "anakin" or "sebulba"
+    env: str
+    agent: str
+    steps: int  # env steps per seed
+    reference: float | None  # the peer's published final return at this budget
+    source: str  # where the reference comes from
+
+    @property
+    def name(self) -> str:
+        return f"{self.runtime}-{self.agent}-{self.env.split(':')[-1]}"
+
+
+GYMNAX_BLINES = "gymnax-blines PPO checkpoints"
+TASKS = [
+    *(Task("anakin", f"gymnax:{env}", agent, 500_000, ref, GYMNAX_BLINES)
+      for env, ref in (("CartPole-v1", 500.0), ("Acrobot-v1", -80.0), ("MountainCar-v0", -118.0))
+      for agent in ("ppo", "impala", "pqn")),
+    Task("anakin", "catch", "muzero", 400_000, 0.9, "this project's MuZero Catch target"),
+    Task("anakin", "gymnax:CartPole-v1", "muzero", 1_000_000, 475.0, "CartPole's solved level"),
+    *(Task("sebulba", f"envpool:{env}", agent, 1_000_000 if agent == "muzero" else 500_000, ref,
+           GYMNAX_BLINES)
+      for env, ref in (("CartPole-v1", 500.0), ("Acrobot-v1", -80.0), ("MountainCar-v0", -118.0))
+      for agent in ("impala", "ppo", "muzero")),
+    Task("anakin", "gymnax:Breakout-MinAtar", "ppo", 10_000_000, 40.0, "PureJaxRL's README plot"),
+    *(Task("anakin", f"gymnax:{game}-MinAtar", "ppo", 10_000_000, None, "")
+      for game in ("Asterix", "Freeway", "SpaceInvaders")),
+    *(Task("anakin", f"gymnax:{game}-MinAtar", agent, 10_000_000, None, "")
+      for game in ("Breakout", "Asterix", "Freeway", "SpaceInvaders")
+      for agent in ("pqn", "impala")),
+]  # fmt: skip
+
+
+def run_names(task: Task, seeds: int) -> list[str]:
+    if task.runtime == "anakin":
+        return [task.name]
+    return [f"{task.name}-s{k}" for k in range(seeds)]
+
+
+def train(task: Task, seeds: int) -> float:
+    """Trains (or resumes) the task's runs; returns the wall seconds spent here."""
+    start = time.perf_counter()
+    for k, name in enumerate(run_names(task, seeds)):
+        run_dir = os.path.join(RUNS, name)
+        finished = os.path.exists(os.path.join(run_dir, "finished"))
+        if finished:
+            continue
+        flags = ["--env", task.env, "--agent", task.agent, "--total-env-steps", str(task.steps),
+                 "--runs-root", RUNS, "--run-name", name, "--no-progress",
+                 "--eval-interval", str(task.steps // 10), "--eval-episodes", "32"]  # fmt: skip
+        if task.runtime == "anakin":
+            flags += ["--num-seeds", str(seeds)]
+        else:
+            flags += ["--seed", str(k)]
+        if os.path.exists(os.path.join(run_dir, "config.json")):
+            flags = ["--runs-root", RUNS, "--run-name", name, "--resume"]
+        print(f"== {task.name}: {task.runtime} {' '.join(flags)}", flush=True)
+        subprocess.run([sys.executable, "-m", f"podracer.{task.runtime}.cli", *flags], check=True)
+        open(os.path.join(run_dir, "finished"), "w").close()
+    return time.perf_counter() - start
+
+
+def summarize(task: Task, seeds: int) -> dict:
+    """Copies the runs' records into the results, draws the curve, computes the summary."""
+    from podracer.agents.tools import aggregate
+    from podracer.agents.tools import plot
+
+    out = os.path.join(RESULTS, task.name)
+    os.makedirs(out, exist_ok=True)
+    runs = []
+    for name in run_names(task, seeds):
+        target = os.path.join(out, name)
+        os.makedirs(target, exist_ok=True)
+        for file in ("config.json", "metrics.jsonl"):
+            shutil.copy(os.path.join(RUNS, name, file), os.path.join(target, file))
+        runs.append(target)
+    result = plot.plot_runs(runs, out=out, aggregate="iqm", target=task.reference, show_seeds=True)
+    os.replace(
+        os.path.join(out, plot.figure_name(aggregate.RETURN)), os.path.join(out, "curve.png")
+    )
+    (summary,) = result.summaries
+    record = {
+        "task": task.name, "runtime": task.runtime, "env": task.env, "agent": task.agent,
+        "steps": task.steps, "seeds": summary.num_seeds, "reference": task.reference,
+        "reference_source": task.source, "final_mean": summary.final_mean,
+        "final_mean_ci": list(summary.final_mean_ci), "final_iqm": summary.final_iqm,
+        "final_iqm_ci": list(summary.final_iqm_ci), "reached": summary.reached,
+        "steps_to_reference": summary.steps_to_target,
+        "seconds_to_reference": summary.seconds_to_target, "sps": summary.sps,
+        "command": f"uv run python benchmarks/suite.py --tasks {task.name} --seeds {seeds}",
+    }  # fmt: skip
+    with open(os.path.join(out, "summary.json"), "w") as f:
+        json.dump(record, f, indent=2)
+    return record
+
+
+def write_table() -> str:
+    """benchmarks/results/suite/README.md from every task's summary.json."""
+    rows = []
+    for task in TASKS:
+        path = os.path.join(RESULTS, task.name, "summary.json")
+        if os.path.exists(path):
+            with open(path) as f:
+                rows.append(json.load(f))
+    fmt = lambda x: "-" if x is None or x != x else f"{x:,.1f}"  # noqa: E731
+    lines = [
+        "# Learning benchmark suite", "",
+        "Made by `uv run python benchmarks/suite.py` (each row's own command in its "
+        "`summary.json`) on this project's 2-core CPU machine, other work sharing it "
+        "(SPS +-30%). Final return: each seed's mean over its last 10% of logged steps, "
+        "then mean and IQM over seeds with 95% stratified-bootstrap intervals (rliable). "
+        "Curves: `<task>/curve.png` (every seed and the IQM band).", "",
+        "| task | steps | seeds | final mean [95% CI] | final IQM [95% CI] | reference | "
+        "reached (seeds) | steps to it | SPS |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]  # fmt: skip
+    for r in rows:
+        ci = lambda v: f"[{fmt(v[0])}, {fmt(v[1])}]"  # noqa: E731
+        ref = (
+            f"{fmt(r['reference'])} ({r['reference_source']})"
+            if r["reference"] is not None
+            else "-"
+        )
+        lines.append(
+            f"| [{r['task']}]({r['task']}/curve.png) | {r['steps']:,} | {r['seeds']} | "
+            f"{fmt(r['final_mean'])} {ci(r['final_mean_ci'])} | {fmt(r['final_iqm'])} "
+            f"{ci(r['final_iqm_ci'])} | {ref} | {r['reached']}/{r['seeds']} | "
+            f"{fmt(r['steps_to_reference'])} | {fmt(r['sps'])} |"
+        )
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(RESULTS, "README.md"), "w") as f:
+        f.write(text)
+    return text
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--tasks", nargs="*", help="task names (default: all)")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--force", action="store_true", help="rerun tasks already summarised")
+    parser.add_argument("--list", action="store_true")
+    args = parser.parse_args()
+    known = {t.name: t for t in TASKS}
+    if args.list:
+        print("\n".join(f"{t.name:<44} {t.steps:>11,} steps" for t in TASKS))
+        return
+    unknown = sorted(set(args.tasks or ()) - set(known))
+    if unknown:
+        parser.error(f"unknown tasks {unknown}; --list shows them")
+    for task in [known[n] for n in args.tasks] if args.tasks else TASKS:
+        done = os.path.join(RESULTS, task.name, "summary.json")
+        if os.path.exists(done) and not args.force:
+            continue
+        if args.force:
+            for name in run_names(task, args.seeds):
+                shutil.rmtree(os.path.join(RUNS, name), ignore_errors=True)
+        seconds = train(task, args.seeds)
+        record = summarize(task, args.seeds)
+        print(f"== {task.name}: IQM {record['final_iqm']:.1f}, mean {record['final_mean']:.1f} "
+              f"({seconds:.0f} s)", flush=True)  # fmt: skip
+        write_table()
+    print(write_table())
+
+
+if __name__ == "__main__":
+    main()
