@@ -1,0 +1,64 @@
+"""Every registered preset builds and trains one chunk (Anakin) or one update (Sebulba) on
+an env of its family, as the command line would pick it: the agent config and the
+runtime's layout unchanged, only the budget cut to a single step of learning.
+
+A preset that no longer fits its agent (a minibatch count that does not divide the
+rollout, a torso that cannot read the family's observations) fails here, before anyone
+spends a benchmark on it.
+"""
+
+import dataclasses
+import math
+
+import pytest
+
+from podracer.agents.runs import PRESETS
+from podracer.envs.families import env_family
+
+pytest.importorskip("gymnax")
+pytest.importorskip("envpool")
+anakin = pytest.importorskip("podracer.anakin")
+sebulba = pytest.importorskip("podracer.sebulba")
+
+# One env per family and runtime: Anakin needs device envs, Sebulba takes host envs (a
+# JaxEnv through `as_host_env` where envpool has no such task).
+ENVS = {
+    "catch": {"anakin": "catch", "sebulba": "catch"},
+    "classic": {"anakin": "gymnax:CartPole-v1", "sebulba": "envpool:CartPole-v1"},
+    "control": {"anakin": "gymnax:Pendulum-v1", "sebulba": "envpool:Pendulum-v1"},
+    "minatar": {"anakin": "gymnax:Breakout-MinAtar", "sebulba": "gymnax:Breakout-MinAtar"},
+    "atari": {"sebulba": "envpool:Pong-v5"},
+    "mujoco": {"sebulba": "envpool:HalfCheetah-v4"},
+}
+CASES = [
+    pytest.param(agent, family, runtime, id=f"{agent}-{family}-{runtime}")
+    for (agent, family), preset in sorted(PRESETS.items())
+    for runtime in preset.layouts
+]
+
+
+def test_every_family_with_a_preset_has_a_test_env():
+    assert {family for _, family in PRESETS} <= set(ENVS)
+    for family, envs in ENVS.items():
+        assert all(env_family(env) == family for env in envs.values()), family
+
+
+@pytest.mark.parametrize(("agent", "family", "runtime"), CASES)
+def test_each_preset_trains_a_step_on_its_family(agent, family, runtime, tmp_path):
+    env = ENVS[family][runtime]
+    if runtime == "anakin":
+        config, source = anakin.AnakinConfig.from_preset(env=env, agent=agent)
+        one = config.steps_per_chunk
+        train = anakin.train
+    else:
+        config, source = sebulba.SebulbaConfig.from_preset(env=env, agent=agent)
+        one = config.steps_per_update()
+        train = sebulba.train
+    assert source.startswith(f"preset {family!r} for {agent}"), source
+    assert config.agent_config == PRESETS[(agent, family)].agent_config
+    config = dataclasses.replace(
+        config, total_env_steps=one, runs_root=str(tmp_path), progress=False, tensorboard=False
+    )
+    result = train(config)
+    assert result.env_steps == one
+    assert all(math.isfinite(v) for k, v in result.history[-1].items() if k.startswith("losses/"))
