@@ -155,7 +155,9 @@ def write_table() -> str:
         "`summary.json`) on this project's 2-core CPU machine, other work sharing it "
         "(SPS +-30%). Final return: each seed's mean over its last 10% of logged steps, "
         "then mean and IQM over seeds with 95% stratified-bootstrap intervals (rliable). "
-        "Curves: `<task>/curve.png` (every seed and the IQM band).", "",
+        "Curves: `<task>/curve.png` (every seed and the IQM band). SPS: the mean of the "
+        "run's logged `charts/SPS` (wall time with the greedy evaluations every tenth of "
+        "the budget; a multi-seed Anakin run's SPS counts one seed's steps).", "",
         "| task | steps | seeds | final mean [95% CI] | final IQM [95% CI] | reference | "
         "reached (seeds) | steps to it | SPS |",
         "|---|---|---|---|---|---|---|---|---|",
