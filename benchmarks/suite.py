@@ -125,12 +125,17 @@ def summarize(task: Task, seeds: int) -> dict:
         os.path.join(out, plot.figure_name(aggregate.RETURN)), os.path.join(out, "curve.png")
     )
     (summary,) = result.summaries
+    (group,) = result.groups
+    # The last greedy evaluation (each seed's mean over the last 10% of its steps): the
+    # policy without exploration, which PQN's epsilon-greedy training return understates.
+    greedy = aggregate.summarize(group, "eval/episodic_return", task.reference)
     record = {
         "task": task.name, "runtime": task.runtime, "env": task.env, "agent": task.agent,
         "steps": task.steps, "seeds": summary.num_seeds, "reference": task.reference,
         "reference_source": task.source, "final_mean": summary.final_mean,
         "final_mean_ci": list(summary.final_mean_ci), "final_iqm": summary.final_iqm,
-        "final_iqm_ci": list(summary.final_iqm_ci), "reached": summary.reached,
+        "final_iqm_ci": list(summary.final_iqm_ci), "greedy_iqm": greedy.final_iqm,
+        "greedy_iqm_ci": list(greedy.final_iqm_ci), "reached": summary.reached,
         "steps_to_reference": summary.steps_to_target,
         "seconds_to_reference": summary.seconds_to_target, "sps": summary.sps,
         "command": f"uv run python benchmarks/suite.py --tasks {task.name} --seeds {seeds}",
@@ -154,13 +159,14 @@ def write_table() -> str:
         "Made by `uv run python benchmarks/suite.py` (each row's own command in its "
         "`summary.json`) on this project's 2-core CPU machine, other work sharing it "
         "(SPS +-30%). Final return: each seed's mean over its last 10% of logged steps, "
-        "then mean and IQM over seeds with 95% stratified-bootstrap intervals (rliable). "
+        "then mean and IQM over seeds with 95% stratified-bootstrap intervals (rliable); "
+        "greedy: the same of the greedy evaluations (32 episodes each). "
         "Curves: `<task>/curve.png` (every seed and the IQM band). SPS: the mean of the "
         "run's logged `charts/SPS` (wall time with the greedy evaluations every tenth of "
         "the budget; a multi-seed Anakin run's SPS counts one seed's steps).", "",
-        "| task | steps | seeds | final mean [95% CI] | final IQM [95% CI] | reference | "
-        "reached (seeds) | steps to it | SPS |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| task | steps | seeds | final mean [95% CI] | final IQM [95% CI] | greedy IQM [95% CI] "
+        "| reference | reached (seeds) | steps to it | SPS |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]  # fmt: skip
     for r in rows:
         ci = lambda v: f"[{fmt(v[0])}, {fmt(v[1])}]"  # noqa: E731
@@ -172,7 +178,8 @@ def write_table() -> str:
         lines.append(
             f"| [{r['task']}]({r['task']}/curve.png) | {r['steps']:,} | {r['seeds']} | "
             f"{fmt(r['final_mean'])} {ci(r['final_mean_ci'])} | {fmt(r['final_iqm'])} "
-            f"{ci(r['final_iqm_ci'])} | {ref} | {r['reached']}/{r['seeds']} | "
+            f"{ci(r['final_iqm_ci'])} | {fmt(r.get('greedy_iqm'))} "
+            f"{ci(r.get('greedy_iqm_ci', [None, None]))} | {ref} | {r['reached']}/{r['seeds']} | "
             f"{fmt(r['steps_to_reference'])} | {fmt(r['sps'])} |"
         )
     text = "\n".join(lines) + "\n"
