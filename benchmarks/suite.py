@@ -154,13 +154,15 @@ def write_table() -> str:
             with open(path) as f:
                 rows.append(json.load(f))
     fmt = lambda x: "-" if x is None or x != x else f"{x:,.1f}"  # noqa: E731
+    steps = lambda x: "-" if x is None or x != x else f"{x:,.0f}"  # noqa: E731
     lines = [
         "# Learning benchmark suite", "",
         "Made by `uv run python benchmarks/suite.py` (each row's own command in its "
         "`summary.json`) on this project's 2-core CPU machine, other work sharing it "
         "(SPS +-30%). Final return: each seed's mean over its last 10% of logged steps, "
         "then mean and IQM over seeds with 95% stratified-bootstrap intervals (rliable); "
-        "greedy: the same of the greedy evaluations (32 episodes each). "
+        "greedy: the same of the greedy evaluations (32 episodes each). Reached: seeds "
+        "whose training return reached the reference, and their mean env steps to it. "
         "Curves: `<task>/curve.png` (every seed and the IQM band). SPS: the mean of the "
         "run's logged `charts/SPS` (wall time with the greedy evaluations every tenth of "
         "the budget; a multi-seed Anakin run's SPS counts one seed's steps).", "",
@@ -180,7 +182,7 @@ def write_table() -> str:
             f"{fmt(r['final_mean'])} {ci(r['final_mean_ci'])} | {fmt(r['final_iqm'])} "
             f"{ci(r['final_iqm_ci'])} | {fmt(r.get('greedy_iqm'))} "
             f"{ci(r.get('greedy_iqm_ci', [None, None]))} | {ref} | {r['reached']}/{r['seeds']} | "
-            f"{fmt(r['steps_to_reference'])} | {fmt(r['sps'])} |"
+            f"{steps(r['steps_to_reference'])} | {fmt(r['sps'])} |"
         )
     text = "\n".join(lines) + "\n"
     with open(os.path.join(RESULTS, "README.md"), "w") as f:
