@@ -30,3 +30,13 @@ def test_the_eta_comes_from_the_rate_after_the_first_update(monkeypatch):
     progress.update(200, 10.0)
     progress.update(300, 10.0)  # 100 steps in 10 s: 100 to go take 10 s
     assert stream.getvalue().splitlines()[-1].endswith("0:20 elapsed, ETA 0:10")
+
+
+def test_the_eta_is_zero_once_the_last_chunk_passes_the_total(monkeypatch):
+    clock = iter([0.0, 10.0, 20.0])
+    monkeypatch.setattr("podracer.agents.runs.progress.time.perf_counter", lambda: next(clock))
+    stream = io.StringIO()
+    progress = Progress(1000, stream=stream)
+    progress.update(512, 10.0)
+    progress.update(1024, 10.0)  # a run ends on a whole chunk: 1,024 of 1,000 steps
+    assert stream.getvalue().splitlines()[-1].endswith("ETA 0:00")

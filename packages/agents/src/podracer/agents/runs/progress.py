@@ -53,7 +53,8 @@ class Progress:
         else:
             t0, s0 = self._first
             rate = (steps - s0) / max(now - t0, 1e-9)
-            eta = (self.total - steps) / rate if rate > 0 else math.nan
+            # Runs end on a whole chunk or update, so steps may pass the total.
+            eta = max(self.total - steps, 0) / rate if rate > 0 else math.nan
         if not self.tty and now - self._last_print < 5.0 and steps < self.total:
             return
         self._last_print = now
