@@ -167,7 +167,8 @@ register_preset("ppo", "control", Preset(
     _CONTROL_PPO, _CONTROL_LAYOUT,
     "gymnax-blines' Pendulum/MountainCarContinuous PPO (32 envs x 16 steps, 4 epochs x 4 "
     "minibatches, lr 5e-4, clip 1.0, 1e6 steps) with annealing and obs/value normalisation: "
-    "Pendulum -168, MountainCarContinuous 94 on Anakin (benchmarks/continuous.py)",
+    "Pendulum -171.5, MountainCarContinuous 93.7 on Anakin at 1e6 (3 seeds; "
+    "benchmarks/continuous.py)",
 ))  # fmt: skip
 register_preset("ppo", "mujoco", Preset(
     PPOConfig(learning_rate=3e-4, max_grad_norm=0.5, entropy_cost=0.0, num_epochs=10,
@@ -175,7 +176,8 @@ register_preset("ppo", "mujoco", Preset(
     {"sebulba": dict(envs_per_thread=8, rollout_length=256, total_env_steps=1_000_000)},
     "CleanRL's ppo_continuous_action (2048 steps per update, 10 epochs x 32 minibatches, lr "
     "3e-4 annealed, no entropy bonus, obs normalisation; values normalised for its reward "
-    "scaling) as 8 envs x 256 steps: HalfCheetah-v4 2235 at 1e6 steps (benchmarks/continuous.py)",
+    "scaling) as 8 envs x 256 steps: HalfCheetah-v4 1975 at 1e6 steps (3 seeds; "
+    "benchmarks/continuous.py)",
 ))  # fmt: skip
 register_preset("impala", "control", Preset(
     ImpalaConfig(learning_rate=1e-3, max_grad_norm=0.5, entropy_cost=0.0, separate_critic=True,
