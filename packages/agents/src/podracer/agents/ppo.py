@@ -25,13 +25,12 @@ from podracer.agents.learn import annealed
 from podracer.agents.learn import make_optimizer
 from podracer.agents.learn import minibatch_update
 from podracer.agents.networks import make_actor_critic
-from podracer.agents.normalization import STATS_KEY
 from podracer.agents.normalization import VALUE_KEY
 from podracer.agents.normalization import frozen_statistics
-from podracer.agents.normalization import merge_observations
 from podracer.agents.normalization import normalize
 from podracer.agents.normalization import normalized_network
 from podracer.agents.normalization import update_stats
+from podracer.agents.normalization import updating_statistics
 from podracer.agents.policy import action_policy
 from podracer.agents.types import Agent
 from podracer.agents.types import Trajectory
@@ -148,13 +147,7 @@ def make_ppo(
         if config.normalize_values:  # before the update: its loss scales these targets
             stats = update_stats(params[VALUE_KEY], batch.value_target, reduce_grads, batch.mask)
             params = {**params, VALUE_KEY: stats}
-        new_params, opt_state, metrics = minibatches(params, opt_state, batch, key, reduce_grads)
-        if config.normalize_observations:  # after: the loss saw what the actors acted with
-            new_params = {
-                **new_params,
-                STATS_KEY: merge_observations(params, trajectory, reduce_grads)[STATS_KEY],
-            }
-        return new_params, opt_state, metrics
+        return minibatches(params, opt_state, batch, key, reduce_grads)
 
     return Agent(
         name="ppo",
@@ -165,5 +158,6 @@ def make_ppo(
         greedy_act=greedy_act,
         loss=loss,
         optimizer=optimizer,
-        update=update,
+        # Observation statistics merge after the update: its loss saw what the actors saw.
+        update=updating_statistics(update, config.normalize_observations),
     )
