@@ -65,7 +65,7 @@ def catch_demo(num_envs: int, updates: int, repeats: int) -> dict:
         params, env_state, timestep, key = carry
 
         def body(_, c):
-            traj, (es, ts, k) = rollout(params, c[0], c[1], c[2], 0)
+            traj, (es, ts, k, _) = rollout(params, c[0], c[1], c[2], (), 0)
             return es, ts, k
 
         es, ts, k = jax.lax.fori_loop(0, updates, body, (env_state, timestep, key))

@@ -101,7 +101,7 @@ def acting_share(config, repeats: int = 2) -> float:
         params, env_state, timestep, key = carry
 
         def body(_, c):
-            _, (es, ts, k) = rollout(params, *c)
+            _, (es, ts, k, _) = rollout(params, *c, (), 0)
             return es, ts, k
 
         es, ts, k = jax.lax.fori_loop(0, updates, body, (env_state, timestep, key))

@@ -149,7 +149,7 @@ def inference_sps(config, agent, xla: bool) -> float:
         def rollout(params, key, observations):
             def body(key, observation):
                 key, sub = jax.random.split(key)
-                return key, agent.act(params, sub, observation)
+                return key, agent.act(params, sub, observation)[:2]
 
             return jax.lax.scan(body, key, observations)
 
@@ -167,7 +167,7 @@ def inference_sps(config, agent, xla: bool) -> float:
         @jax.jit
         def act(params, key, observation):
             key, sub = jax.random.split(key)
-            action, extras = agent.act(params, sub, observation)
+            action, extras, _ = agent.act(params, sub, observation)
             return action, extras, key
 
         host_obs = np.zeros(obs.shape, obs.dtype)

@@ -141,7 +141,7 @@ def test_acting_stores_the_log_prob_of_the_action_taken(make, squash):
     agent = make(BOX, config)
     params = with_stats(jax.jit(agent.init)(jax.random.key(1)))
     obs = jnp.asarray(np.random.default_rng(3).normal(size=(64, 3)) * 3, jnp.float32)
-    action, extras = jax.jit(agent.act)(params, jax.random.key(2), obs)
+    action, extras, _ = jax.jit(agent.act)(params, jax.random.key(2), obs)
     assert action.shape == (64, 2) and action.dtype == jnp.float32
     mean, std, value, _ = reference_outputs(params, config, obs)
     raw = np.asarray(extras.get("raw_action", action), np.float64)
@@ -154,7 +154,7 @@ def test_acting_stores_the_log_prob_of_the_action_taken(make, squash):
     np.testing.assert_allclose(extras["log_prob"], expected, rtol=1e-5, atol=1e-5)
     if make is make_ppo:
         np.testing.assert_allclose(extras["value"], value, rtol=1e-5, atol=1e-5)
-    greedy = np.asarray(agent.greedy_act(params, obs), np.float64)
+    greedy = np.asarray(agent.greedy_act(params, obs)[0], np.float64)
     if squash == "clip":
         np.testing.assert_allclose(greedy, np.clip(mean, LOW, HIGH), rtol=1e-6)
     else:
@@ -167,7 +167,7 @@ def on_policy_trajectory(agent, params, make_timestep, key=0):
     ts = make_timestep(np.zeros((T + 1, B)), seed=key)
     ts = ts._replace(observation=ts.observation * 3.0)
     keys = jax.random.split(jax.random.key(key), T + 1)
-    action, extras = jax.vmap(lambda k, o: agent.act(params, k, o))(keys, ts.observation)
+    action, extras, _ = jax.vmap(lambda k, o: agent.act(params, k, o))(keys, ts.observation)
     return Trajectory(ts, action, extras)
 
 

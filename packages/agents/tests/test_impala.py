@@ -118,13 +118,13 @@ def test_loss_ignores_the_dummy_transition(params, loss_and_grad, vector_spec, r
 
 def test_act_returns_behaviour_logits_and_samples_them(agent, params, vector_spec):
     obs = jnp.asarray(np.random.default_rng(3).normal(size=(4, 3)), jnp.float32)
-    action, extras = jax.jit(agent.act)(params, jax.random.key(2), obs)
+    action, extras, _ = jax.jit(agent.act)(params, jax.random.key(2), obs)
     net = ActorCritic(vector_spec.num_actions, "mlp", 1, CONFIG.hidden_sizes, CONFIG.activation)
     logits, _ = net.apply(params, obs)
     np.testing.assert_allclose(extras["logits"], logits, rtol=1e-6)
     assert action.shape == (4,) and action.dtype == jnp.int32
     assert np.all((np.asarray(action) >= 0) & (np.asarray(action) < vector_spec.num_actions))
-    np.testing.assert_array_equal(agent.greedy_act(params, obs), np.argmax(logits, -1))
+    np.testing.assert_array_equal(agent.greedy_act(params, obs)[0], np.argmax(logits, -1))
 
 
 def test_update_lowers_the_loss_without_retracing(agent, params, vector_spec, random_trajectory):

@@ -194,14 +194,14 @@ def test_act_returns_valid_actions_and_a_search_policy(vector_spec, params, poli
     config = dataclasses.replace(SMALL, search=SearchConfig(policy=policy, num_simulations=4))
     agent = make_muzero(vector_spec, config)
     obs = jnp.asarray(np.random.default_rng(3).normal(size=(16, 3)), jnp.float32)
-    action, extras = jax.jit(agent.act)(params, jax.random.key(2), obs)
+    action, extras, _ = jax.jit(agent.act)(params, jax.random.key(2), obs)
     assert action.shape == (16,) and action.dtype == jnp.int32
     assert np.all((action >= 0) & (action < A))
     assert set(extras) == {"policy", "root_value"}
     chex.assert_shape([extras["policy"], extras["root_value"]], [(16, A), (16,)])
     np.testing.assert_allclose(np.sum(extras["policy"], -1), 1.0, rtol=1e-5)
-    greedy = agent.greedy_act(params, obs)
-    np.testing.assert_array_equal(greedy, agent.greedy_act(params, obs))
+    greedy = agent.greedy_act(params, obs)[0]
+    np.testing.assert_array_equal(greedy, agent.greedy_act(params, obs)[0])
     assert greedy.shape == (16,) and np.all((greedy >= 0) & (greedy < A))
 
 

@@ -203,7 +203,7 @@ def test_minibatches_must_divide_the_rollout(vector_spec, random_trajectory):
 
 def test_act_returns_log_prob_and_value_of_the_sampled_action(agent, params, vector_spec):
     obs = jnp.asarray(np.random.default_rng(3).normal(size=(4, 3)), jnp.float32)
-    action, extras = jax.jit(agent.act)(params, jax.random.key(2), obs)
+    action, extras, _ = jax.jit(agent.act)(params, jax.random.key(2), obs)
     logits, value = make_net(vector_spec).apply(params, obs)
     expected = np.take_along_axis(
         np.asarray(jax.nn.log_softmax(logits)), np.asarray(action)[:, None], -1

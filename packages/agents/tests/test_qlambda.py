@@ -102,10 +102,10 @@ def test_act_with_zero_epsilon_is_greedy(agent, params, vector_spec):
     obs = jnp.asarray(np.random.default_rng(3).normal(size=(16, 3)), jnp.float32)
     net = QNetwork(vector_spec.num_actions, "mlp", 1, CONFIG.hidden_sizes, CONFIG.activation)
     greedy = np.argmax(net.apply(params, obs), -1)
-    action, extras = agent.act(params, jax.random.key(2), obs)
+    action, extras, core = agent.act(params, jax.random.key(2), obs)
     np.testing.assert_array_equal(action, greedy)
-    np.testing.assert_array_equal(agent.greedy_act(params, obs), greedy)
-    assert action.dtype == jnp.int32 and extras == {}
+    np.testing.assert_array_equal(agent.greedy_act(params, obs)[0], greedy)
+    assert action.dtype == jnp.int32 and extras == {} and core == ()
 
 
 def test_update_lowers_the_loss_without_retracing(agent, params, vector_spec, random_trajectory):
@@ -163,7 +163,7 @@ def test_acting_follows_the_schedule(vector_spec):
                          total_updates=100)  # fmt: skip
     params = agent.init(jax.random.key(1))
     obs = jnp.zeros((512, *vector_spec.observation_shape))
-    greedy = agent.greedy_act(params, obs)
+    greedy = agent.greedy_act(params, obs)[0]
     early = agent.act(params, jax.random.key(2), obs, 0)[0]
     late = agent.act(params, jax.random.key(2), obs, 100)[0]
     assert float(jnp.mean(early == greedy)) == pytest.approx(0.5, abs=0.08)  # uniform of 2

@@ -21,6 +21,8 @@ from podracer.search.config import SearchConfig
 
 Torso = Literal["auto", "mlp", "minatar_cnn", "nature_cnn", "impala_resnet"]
 TORSOS = ("auto", "mlp", "minatar_cnn", "nature_cnn", "impala_resnet")
+Core = Literal["none", "lstm", "gru"]
+CORES = ("none", "lstm", "gru")
 
 
 def _check_sizes(cfg, *fields: str) -> None:
@@ -30,6 +32,11 @@ def _check_sizes(cfg, *fields: str) -> None:
             isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in sizes
         ):
             fail(cfg, name, "a tuple of positive ints")
+
+
+def _check_core(cfg) -> None:
+    check_choice(cfg, "core", CORES)
+    check_int(cfg, "core_size")
 
 
 def _check_continuous(cfg) -> None:
@@ -98,12 +105,16 @@ class QLambdaConfig:
     epsilon_start: float | None = None
     epsilon_decay: float = 0.1
     num_epochs: int = 1  # passes over each rollout
-    num_minibatches: int = 1  # per epoch; splits the rollout's time axis
+    num_minibatches: int = 1  # per epoch; splits the rollout's time axis (envs with a core)
     torso: Torso = "auto"  # auto: the Nature CNN for uint8 frames, else an MLP
     hidden_sizes: tuple[int, ...] = (256,)
     activation: str = "relu"
     layer_norm: bool = False  # LayerNorm after each hidden layer (PQN)
     max_grad_norm: float | None = None
+    # A recurrent core after the torso ("lstm" or "gru", core_size units; "none": a
+    # feed-forward network). Minibatches of a recurrent agent split the envs, not time.
+    core: Core = "none"
+    core_size: int = 128
 
     def __post_init__(self):
         check_positive(self, "learning_rate", "reward_scale")
@@ -117,6 +128,7 @@ class QLambdaConfig:
         check_choice(self, "torso", TORSOS)
         check_choice(self, "optimizer", ("adam", "radam"))
         _check_sizes(self, "hidden_sizes")
+        _check_core(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,7 +145,7 @@ class PQNConfig(QLambdaConfig):
     epsilon_start: float | None = 1.0  # falling linearly to epsilon over epsilon_decay
     epsilon_decay: float = 0.1  # of the run's updates
     num_epochs: int = 2  # passes over each rollout
-    num_minibatches: int = 32  # per epoch; splits the rollout's time axis
+    num_minibatches: int = 32  # per epoch; splits the rollout's time axis (envs with a core)
     hidden_sizes: tuple[int, ...] = (128,)
     layer_norm: bool = True  # LayerNorm after each hidden layer
     max_grad_norm: float | None = 10.0
@@ -154,7 +166,11 @@ class ImpalaConfig:
     torso: Torso = "auto"
     hidden_sizes: tuple[int, ...] = (64, 64)
     activation: str = "tanh"
-    separate_critic: bool = False  # the critic gets its own torso
+    separate_critic: bool = False  # the critic gets its own torso (and core)
+    # A recurrent core after each torso ("lstm" or "gru", core_size units; "none": a
+    # feed-forward network). The learner unrolls it from each trajectory's start state.
+    core: Core = "none"
+    core_size: int = 128
     # Continuous boxes (ignored for discrete actions): a diagonal Gaussian whose log-std
     # is a free parameter per dimension ("parameter", CleanRL's) or a head of the actor
     # ("network"), starting at init_log_std; its samples reach the env clipped to the box
@@ -179,6 +195,7 @@ class ImpalaConfig:
         check_range(self, "baseline_cost", 0.0, float("inf"))
         check_choice(self, "torso", TORSOS)
         _check_sizes(self, "hidden_sizes")
+        _check_core(self)
         _check_continuous(self)
 
 
@@ -196,12 +213,16 @@ class PPOConfig:
     clip_value_loss: bool = True
     normalize_advantages: bool = True
     num_epochs: int = 4
-    num_minibatches: int = 4  # splits the rollout's time axis
+    num_minibatches: int = 4  # splits the rollout's time axis (its envs with a core)
     max_grad_norm: float | None = 0.5
     torso: Torso = "auto"
     hidden_sizes: tuple[int, ...] = (64, 64)
     activation: str = "tanh"
-    separate_critic: bool = True
+    separate_critic: bool = True  # the critic gets its own torso (and core)
+    # A recurrent core after each torso ("lstm" or "gru", core_size units; "none": a
+    # feed-forward network). The learner unrolls it from each trajectory's start state.
+    core: Core = "none"
+    core_size: int = 128
     # Continuous boxes (ignored for discrete actions): a diagonal Gaussian whose log-std
     # is a free parameter per dimension ("parameter", CleanRL's) or a head of the actor
     # ("network"), starting at init_log_std; its samples reach the env clipped to the box
@@ -225,6 +246,7 @@ class PPOConfig:
         check_range(self, "gae_lambda", 0.0, 1.0)
         check_choice(self, "torso", TORSOS)
         _check_sizes(self, "hidden_sizes")
+        _check_core(self)
         _check_continuous(self)
 
 

@@ -11,7 +11,8 @@ One home for what both runtimes' periodic evaluation and the `podracer eval` too
   the observations too when asked.
 
 An episode cut by `max_steps` counts with its running return. Greedy acting is the
-agent's `greedy_act`; sampled acting its `act` (exploration included).
+agent's `greedy_act`; sampled acting its `act` (exploration included); a recurrent
+agent's core starts from its initial state and is reset where an episode starts.
 """
 
 from __future__ import annotations
@@ -43,11 +44,38 @@ class Episodes(NamedTuple):
 _TRAINED = 2**30  # an update count past the end of any acting schedule
 
 
-def _policy(agent: Agent, greedy: bool) -> Callable[[Any, chex.PRNGKey, chex.Array], chex.Array]:
-    """Greedy, or sampled as the trained agent acts (the end of any epsilon schedule)."""
+def _policy(agent: Agent, greedy: bool) -> Callable[..., tuple[chex.Array, Any]]:
+    """`policy(params, key, observation, core, first) -> (action, core)`: greedy, or sampled
+    as the trained agent acts (the end of any epsilon schedule)."""
     if greedy:
-        return lambda params, key, observation: agent.greedy_act(params, observation)
-    return lambda params, key, observation: agent.act(params, key, observation, _TRAINED)[0]
+        return lambda params, key, obs, core, first: agent.greedy_act(params, obs, core, first)
+
+    def sampled(params, key, observation, core, first):
+        action, _, core = agent.act(params, key, observation, _TRAINED, core, first)
+        return action, core
+
+    return sampled
+
+
+def per_env(policy: Callable[..., Any]) -> Callable[..., Any]:
+    """`policy(params, key, observation, core, first, *rest)` of a batch of one, run for
+    each env of a batch with its own key, as one batched forward:
+
+        (params, keys [B, 2], observation [B, ...], core [B, ...], first [B], *rest) -> [B, ...]
+
+    Per-env keys make a batch split over devices act as it does on one (topology
+    invariance of Anakin runs and evaluations); `rest` is shared (an update count).
+    """
+
+    def run(params, keys, observation, core, first, *rest):
+        def one(key, o, c, f):
+            c = jax.tree.map(lambda x: x[None], c)
+            out = policy(params, key, o[None], c, f[None], *rest)
+            return jax.tree.map(lambda x: x[0], out)
+
+        return jax.vmap(one)(keys, observation, core, first)
+
+    return run
 
 
 def _split(keys: chex.Array, num: int) -> chex.Array:
@@ -59,6 +87,7 @@ class _Carry(NamedTuple):
     t: chex.Array  # [] int32
     env_state: Any  # [B, ...]
     timestep: TimeStep  # [B, ...]
+    core: Any  # [B, ...] the agent's recurrent state (() feed-forward)
     keys: chex.Array  # [B, 2]
     finished: chex.Array  # [B] bool
     returns: chex.Array  # [B] float32, of the finished episodes
@@ -73,7 +102,7 @@ def jax_episodes(
     Each env's randomness comes from its own key, so a batch split over devices (keys
     derived from global env indices) gives the same episodes as one device.
     """
-    policy = _policy(agent, greedy)
+    policy = per_env(_policy(agent, greedy))
 
     def episodes(params, keys):
         reset_keys, keys = _split(keys, 2)
@@ -85,18 +114,18 @@ def jax_episodes(
 
         def body(c: _Carry):
             keys, act_keys, step_keys = _split(c.keys, 3)
-            action = jax.vmap(lambda k, o: policy(params, k, o[None])[0])(
-                act_keys, c.timestep.observation
-            )
+            ts = c.timestep
+            action, core = policy(params, act_keys, ts.observation, c.core, ts.first)
             env_state, ts = jax.vmap(env.step)(c.env_state, action, step_keys)
             newly = ts.episode_end_mask & ~c.finished
             returns = jnp.where(newly, ts.episode_return, c.returns)
             lengths = jnp.where(newly, ts.episode_length, c.lengths)
-            return _Carry(c.t + 1, env_state, ts, keys, c.finished | newly, returns, lengths)
+            return _Carry(c.t + 1, env_state, ts, core, keys, c.finished | newly, returns,
+                          lengths)  # fmt: skip
 
         zeros = jnp.zeros(n, jnp.float32)
-        init = _Carry(jnp.int32(0), env_state, timestep, keys, jnp.zeros(n, bool), zeros,
-                      jnp.zeros(n, jnp.int32))  # fmt: skip
+        init = _Carry(jnp.int32(0), env_state, timestep, agent.initial_core(n), keys,
+                      jnp.zeros(n, bool), zeros, jnp.zeros(n, jnp.int32))  # fmt: skip
         final = jax.lax.while_loop(cond, body, init)
         # Episodes cut by max_steps count with their running statistics.
         returns = jnp.where(final.finished, final.returns, final.timestep.episode_return)
@@ -112,27 +141,26 @@ def jax_observations(
     """`record(params, keys [B, 2]) -> (observations [steps+1, B, ...], done [steps+1, B])`:
     the episodes of `jax_episodes` (same keys, same actions), observation by observation,
     for `steps` steps; `done[t]` marks the step that ended an env's first episode."""
-    policy = _policy(agent, greedy)
+    policy = per_env(_policy(agent, greedy))
 
     def record(params, keys):
         reset_keys, keys = _split(keys, 2)
         env_state, timestep = jax.vmap(env.reset)(reset_keys)
 
         def step(carry, _):
-            env_state, timestep, keys, finished = carry
+            env_state, timestep, core, keys, finished = carry
             keys, act_keys, step_keys = _split(keys, 3)
-            action = jax.vmap(lambda k, o: policy(params, k, o[None])[0])(
-                act_keys, timestep.observation
-            )
+            action, core = policy(params, act_keys, timestep.observation, core, timestep.first)
             env_state, ts = jax.vmap(env.step)(env_state, action, step_keys)
             # What the viewer sees at the end of an episode is its last observation.
             shown = jnp.where(_expand(ts.episode_end_mask, ts.observation),
                               ts.final_observation, ts.observation)  # fmt: skip
             done = ts.episode_end_mask & ~finished
-            return (env_state, ts, keys, finished | ts.episode_end_mask), (shown, done)
+            carry = (env_state, ts, core, keys, finished | ts.episode_end_mask)
+            return carry, (shown, done)
 
         n = keys.shape[0]
-        carry = (env_state, timestep, keys, jnp.zeros(n, bool))
+        carry = (env_state, timestep, agent.initial_core(n), keys, jnp.zeros(n, bool))
         _, (observations, done) = jax.lax.scan(step, carry, length=steps)
         first = timestep.observation[None]
         return (jnp.concatenate([first, observations]),
@@ -163,6 +191,7 @@ def host_episodes(
         params = jax.device_put(params, device)
     ts = env.reset()
     n = env.num_envs
+    core = jax.device_put(agent.initial_core(n), device) if device else agent.initial_core(n)
     finished = np.zeros(n, bool)
     returns = np.zeros(n, np.float32)
     lengths = np.zeros(n, np.int32)
@@ -171,8 +200,11 @@ def host_episodes(
     limit = (env.spec.max_episode_steps or max_steps) + 2
     for _ in range(limit):
         key, sub = jax.random.split(key)
-        observation = jax.device_put(ts.observation, device) if device else ts.observation
-        ts = env.step(np.asarray(policy(params, sub, observation)))
+        observation, first = ts.observation, ts.first
+        if device is not None:
+            observation, first = jax.device_put((observation, first), device)
+        action, core = policy(params, sub, observation, core, first)
+        ts = env.step(np.asarray(action))
         end = np.asarray(ts.episode_end_mask)
         newly = end & ~finished
         returns[newly] = np.asarray(ts.episode_return)[newly]

@@ -22,6 +22,7 @@ from podracer.agents import returns
 from podracer.agents.configs import ImpalaConfig
 from podracer.agents.learn import make_optimizer
 from podracer.agents.learn import sgd_update
+from podracer.agents.networks import initial_core
 from podracer.agents.networks import make_actor_critic
 from podracer.agents.normalization import VALUE_KEY
 from podracer.agents.normalization import frozen_statistics
@@ -31,6 +32,8 @@ from podracer.agents.normalization import update_stats
 from podracer.agents.normalization import updating_statistics
 from podracer.agents.policy import action_policy
 from podracer.agents.policy import log_prob
+from podracer.agents.recurrent import act_step
+from podracer.agents.recurrent import unroll
 from podracer.agents.types import Agent
 from podracer.agents.types import Trajectory
 from podracer.agents.types import masked_mean
@@ -49,18 +52,21 @@ def make_impala(
     optimizer = make_optimizer(config.learning_rate, config.max_grad_norm)
     if config.normalize_observations or config.normalize_values:
         optimizer = frozen_statistics(optimizer)
+    recurrent = config.core != "none"
+    towers = 2 if config.separate_critic else 1
+    forward, forward_all = act_step(apply, recurrent), unroll(apply, recurrent)
 
-    def act(params, key, observation, step=0):
+    def act(params, key, observation, step=0, core=None, first=None):
         del step  # no schedule in acting
-        dist, _ = apply(params, observation)
+        (dist, _), core = forward(params, observation, core, first)
         action, extras = policy.sample(key, dist)
         if spec.is_discrete:
-            return action, {"logits": dist}
-        return action, {**extras, "log_prob": policy.log_prob(dist, action, extras)}
+            return action, {"logits": dist}, core
+        return action, {**extras, "log_prob": policy.log_prob(dist, action, extras)}, core
 
-    def greedy_act(params, observation):
-        dist, _ = apply(params, observation)
-        return policy.greedy(dist)
+    def greedy_act(params, observation, core=None, first=None):
+        (dist, _), core = forward(params, observation, core, first)
+        return policy.greedy(dist), core
 
     def behaviour_log_prob(trajectory: Trajectory) -> chex.Array:  # [T, B]
         if spec.is_discrete:
@@ -71,11 +77,14 @@ def make_impala(
         """`(loss, (metrics, value targets [T, B], mask [T, B]))`."""
         del key
         ts = trajectory.timestep
-        dist, values = apply(params, ts.observation)  # [T+1, B, ...], [T+1, B]
+        # [T+1, B, ...], [T+1, B]; a recurrent core unrolls from the trajectory's start state.
+        (dist, values), cores = forward_all(params, ts.observation, ts.first, trajectory.core)
         bounds = returns.boundaries(ts, config.gamma)
         final_v = None
         if spec.can_truncate and ts.final_observation is not None:
-            final_v = apply(params, ts.final_observation[1:], method="value")
+            # A final observation follows the state before the next step's reset.
+            cores = jax.tree.map(lambda c: c[:-1], cores) if recurrent else None
+            final_v = apply(params, ts.final_observation[1:], cores, method="value")
         v_t = jax.lax.stop_gradient(returns.bootstrap_values(values, final_v, ts))
         a_tm1 = trajectory.action[:-1]
         extras_tm1 = {k: x[:-1] for k, x in trajectory.extras.items() if k == "raw_action"}
@@ -139,4 +148,5 @@ def make_impala(
         loss=loss,
         optimizer=optimizer,
         update=updating_statistics(update, config.normalize_observations),
+        initial_core=lambda n: initial_core(config.core, config.core_size, towers, n),
     )

@@ -89,22 +89,33 @@ def minibatch_update(
     optimizer: optax.GradientTransformation,
     num_epochs: int,
     num_minibatches: int,
+    split: str = "time",
 ):
-    """An update of `num_epochs` passes over a batch `[T, B, ...]`, each pass shuffling the
-    time axis (with the key every device shares) and splitting it into `num_minibatches`
-    gradient steps; `batch_loss(params, minibatch, reduce) -> (loss, metrics)`, `reduce`
-    averaging over the devices. Time-axis minibatches keep a run the same on 1 or N
-    devices: each device holds every time step of its own envs.
+    """An update of `num_epochs` passes over a batch `[T, B, ...]`, each pass split into
+    `num_minibatches` gradient steps; `batch_loss(params, minibatch, reduce) -> (loss,
+    metrics)`, `reduce` averaging over the devices. Every device shuffles with the key
+    they share, so a run is the same on 1 or N devices:
+
+    * `split="time"`: each pass shuffles the time steps and splits them. Each device holds
+      every time step of its own envs.
+    * `split="envs"` (recurrent agents: minibatches of whole sequences): env i belongs to
+      class i mod M of the M minibatches and each pass takes the classes in a shuffled
+      order. A device's envs are a contiguous range of the global ones whose length M
+      divides, so its minibatch m holds its envs of the same class as on any other
+      topology. (A fresh random partition per pass, as PureJaxRL's recurrent PPO makes,
+      would give devices unequal shares.)
 
         update(params, opt_state, batch, key, reduce_grads) -> (params, opt_state, metrics)
     """
+    if split not in ("time", "envs"):
+        raise ValueError(f"split must be 'time' or 'envs', got {split!r}")
+    axis = 0 if split == "time" else 1
 
     def update(params, opt_state, batch, key, reduce_grads: ReduceFn = lambda x: x):
-        num_steps = jax.tree.leaves(batch)[0].shape[0]
-        if num_steps % num_minibatches:
-            raise ValueError(
-                f"num_minibatches ({num_minibatches}) must divide the rollout length ({num_steps})"
-            )
+        size = jax.tree.leaves(batch)[0].shape[axis]
+        if size % num_minibatches:
+            what = "rollout length" if split == "time" else "envs on each device"
+            raise ValueError(f"num_minibatches ({num_minibatches}) must divide the {what} ({size})")
 
         def minibatch_step(carry, minibatch):
             params, opt_state = carry
@@ -115,10 +126,21 @@ def minibatch_update(
             metrics["losses/grad_norm"] = optax.tree.norm(grads)
             return (optax.apply_updates(params, updates), opt_state), metrics
 
+        def by_time(x, order):  # [T, ...] -> [M, T / M, ...]
+            return x[order].reshape((num_minibatches, -1) + x.shape[1:])
+
+        def by_envs(x, order):  # [T, B, ...] -> [M, T, B / M, ...], minibatch m = class order[m]
+            classes = x.reshape((x.shape[0], -1, num_minibatches) + x.shape[2:])
+            return jnp.moveaxis(jnp.take(classes, order, axis=2), 2, 0)
+
         def epoch(carry, epoch_key):
-            order = jax.random.permutation(epoch_key, num_steps)
-            split = lambda x: x[order].reshape((num_minibatches, -1) + x.shape[1:])  # noqa: E731
-            return jax.lax.scan(minibatch_step, carry, jax.tree.map(split, batch))
+            if split == "time":
+                order = jax.random.permutation(epoch_key, size)
+                minibatches = jax.tree.map(lambda x: by_time(x, order), batch)
+            else:
+                order = jax.random.permutation(epoch_key, num_minibatches)
+                minibatches = jax.tree.map(lambda x: by_envs(x, order), batch)
+            return jax.lax.scan(minibatch_step, carry, minibatches)
 
         keys = jax.random.split(key, num_epochs)
         (params, opt_state), metrics = jax.lax.scan(epoch, (params, opt_state), keys)

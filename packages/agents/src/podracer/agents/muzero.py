@@ -168,8 +168,8 @@ def make_muzero(
         obs = jnp.zeros((1, *spec.observation_shape), spec.observation_dtype)
         return net.init(key, obs, jnp.zeros((1,), jnp.int32))
 
-    def act(params, key, observation, step=0):
-        del step  # no schedule in acting
+    def act(params, key, observation, step=0, core=None, first=None):
+        del step, core, first  # no schedule in acting; feed-forward
         search_key, explore_key, action_key = jax.random.split(key, 3)
         out = search(params, search_key, model, observation, config.search)
         action = out.action
@@ -177,11 +177,13 @@ def make_muzero(
             explore = jax.random.uniform(explore_key, action.shape) < config.exploration_epsilon
             uniform = jax.random.randint(action_key, action.shape, 0, spec.num_actions, jnp.int32)
             action = jnp.where(explore, uniform, action)
-        return action, {"policy": out.action_weights, "root_value": out.root_value}
+        return action, {"policy": out.action_weights, "root_value": out.root_value}, ()
 
-    def greedy_act(params, observation):
+    def greedy_act(params, observation, core=None, first=None):
+        del core, first  # feed-forward
         # Deterministic search (no Gumbel noise / root noise): the key is unused.
-        return search(params, jax.random.PRNGKey(0), model, observation, greedy_search).action
+        key = jax.random.PRNGKey(0)
+        return search(params, key, model, observation, greedy_search).action, ()
 
     def value_targets(params, trajectory: Trajectory):
         """Latents `[T+1, B, L]`, predicted values `[T+1, B]` and n-step targets `[T+1, B]`."""

@@ -1,5 +1,10 @@
-"""Flax networks: torsos (MLP, Nature DQN CNN, IMPALA ResNet) and heads (logits, a
-diagonal Gaussian over a continuous box, values).
+"""Flax networks: torsos (MLP, Nature DQN CNN, IMPALA ResNet), recurrent cores (LSTM,
+GRU) and heads (logits, a diagonal Gaussian over a continuous box, values).
+
+Every actor-critic and Q-network has two entry points: `__call__(observation, core)`,
+one step from a core state, and `unroll(observation [T, B], first [T, B], core [B])`,
+the learner's pass over a trajectory (and acting's, with T = 1). Without a core both are
+the feed-forward network and the core state is `()`.
 
 Observations are preprocessed inside the network (uint8 frames to [0, 1] floats), so
 actors can ship raw uint8 frames to devices: a quarter of the bytes of float32.
@@ -193,8 +198,117 @@ def resolve_torso(kind: str, spec: EnvSpec, owner: str = "config") -> str:
     return kind
 
 
-class ActorCritic(nn.Module):
-    """Policy logits and a state value; `separate_critic` gives the critic its own torso."""
+class Memory(nn.Module):
+    """An LSTM or GRU over time whose state is reset to zeros where an episode starts.
+
+    `memory(state [B, ...], x [T, B, D], first [T, B]) -> (states [T, B, ...], y [T, B, size])`:
+    at each step the state is zeroed where `first` (the observation starts an episode),
+    then the cell reads `x`; `states[t]` is the state after step t. The reset is inside
+    the scan, so acting step by step and the learner's unroll over a trajectory that
+    crosses an episode end compute the same thing.
+    """
+
+    kind: str  # "lstm" or "gru"
+    size: int
+
+    @nn.compact
+    def __call__(self, state, x: jax.Array, first: jax.Array):
+        cell = nn.OptimizedLSTMCell(self.size) if self.kind == "lstm" else nn.GRUCell(self.size)
+
+        def step(cell, state, inputs):
+            x, first = inputs
+            keep = ~first[:, None]
+            state = jax.tree.map(lambda s: jnp.where(keep, s, jnp.zeros_like(s)), state)
+            state, y = cell(state, x)
+            return state, (state, y)
+
+        scan = nn.scan(step, variable_broadcast="params", split_rngs={"params": False})
+        _, (states, y) = scan(cell, state, (x, first))
+        return states, y
+
+
+def initial_core(kind: str, size: int, towers: int, batch: int):
+    """The zero state of `towers` cores for `batch` envs: a tuple with one entry per tower,
+    `(c, h)` `[B, size]` each for an LSTM, `h` `[B, size]` for a GRU; () without a core."""
+    if kind == "none":
+        return ()
+    zeros = jnp.zeros((batch, size), jnp.float32)
+    return tuple((zeros, zeros) if kind == "lstm" else zeros for _ in range(towers))
+
+
+def _one_step(unroll, observation, core, observation_ndim: int, initial):
+    """`unroll(observation [1, N], first [1, N], core [N])` as one step over any leading
+    dims of `observation` (a batch, or [T, B] of final observations), from `core` shaped
+    like them (None: `initial(N)`), without a reset."""
+    lead = observation.shape[: observation.ndim - observation_ndim]
+    n = int(np.prod(lead))
+    obs = observation.reshape((1, n) + observation.shape[len(lead) :])
+    if core is None:
+        core = initial(n)
+    else:
+        core = jax.tree.map(lambda c: c.reshape((n,) + c.shape[len(lead) :]), core)
+    out = unroll(obs, jnp.zeros((1, n), bool), core)
+    return jax.tree.map(lambda x: None if x is None else x.reshape(lead + x.shape[2:]), out,
+                        is_leaf=lambda x: x is None)  # fmt: skip
+
+
+class _Towers:
+    """The actor's and the critic's feature paths, shared by the actor-critic modules.
+
+    A tower is a torso and, with `core` set, a `Memory` after it; `separate_critic` gives
+    the critic a tower of its own, else it reads the actor's features. Methods take
+    time-major `[T, B, ...]` inputs when recurrent (the core scans over T) and any leading
+    dims when not. The module's core state is a tuple of one `Memory` state per tower.
+    """
+
+    def _setup_towers(self) -> None:
+        make = lambda: Torso(self.torso, self.observation_ndim, self.hidden_sizes, self.activation)
+        self.actor_torso = make()
+        self.critic_torso = make() if self.separate_critic else None
+        if self.core != "none":
+            self.actor_memory = Memory(self.core, self.core_size)
+            self.critic_memory = Memory(self.core, self.core_size) if self.separate_critic else None
+
+    @property
+    def num_towers(self) -> int:
+        return 2 if self.separate_critic else 1
+
+    def _unroll_towers(self, observation, first, core, critic_only: bool = False):
+        """`(actor features, critic features, cores after each step)` over `[T, B]` from
+        `core` `[B, ...]` (None: the initial state)."""
+        separate = self.separate_critic
+        if core is None and self.core != "none":
+            core = initial_core(self.core, self.core_size, self.num_towers, observation.shape[1])
+        h = None if critic_only and separate else self.actor_torso(observation)
+        hv = self.critic_torso(observation) if separate else h
+        if self.core == "none":
+            return h, hv, ()
+        cores = []
+        if h is not None:
+            actor_cores, h = self.actor_memory(core[0], h, first)
+            cores.append(actor_cores)
+        if separate:
+            critic_cores, hv = self.critic_memory(core[-1], hv, first)
+            cores.append(critic_cores)
+        else:
+            hv = h
+        return h, hv, tuple(cores)
+
+    def _step_towers(self, observation, core, critic_only: bool = False):
+        """One step from `core` `[...]` (no reset; None: the initial state) on
+        `observation` `[..., *obs]`: the actor's and critic's features `[..., D]`."""
+        if self.core == "none":
+            return self._unroll_towers(observation, None, (), critic_only)[:2]
+        h, hv = _one_step(
+            lambda o, f, c: self._unroll_towers(o, f, c, critic_only)[:2],
+            observation, core, self.observation_ndim,
+            lambda n: initial_core(self.core, self.core_size, self.num_towers, n),
+        )  # fmt: skip
+        return h, hv
+
+
+class ActorCritic(_Towers, nn.Module):
+    """Policy logits and a state value; `separate_critic` gives the critic its own tower."""
 
     num_actions: int
     torso: str
@@ -202,26 +316,33 @@ class ActorCritic(nn.Module):
     hidden_sizes: Sequence[int] = (64, 64)
     activation: str = "tanh"
     separate_critic: bool = False
+    core: str = "none"  # or "lstm", "gru": a Memory after each torso
+    core_size: int = 128
 
     def setup(self):
-        make = lambda: Torso(self.torso, self.observation_ndim, self.hidden_sizes, self.activation)
-        self.actor_torso = make()
-        self.critic_torso = make() if self.separate_critic else None
+        self._setup_towers()
         self.policy_head = Head(self.num_actions, kernel_init=_orthogonal(0.01))
         self.value_head = Head(1, kernel_init=_orthogonal(1.0))
 
-    def __call__(self, observation: jax.Array) -> tuple[jax.Array, jax.Array]:
-        h = self.actor_torso(observation)
-        hv = self.critic_torso(observation) if self.separate_critic else h
+    def _heads(self, h, hv):
         return self.policy_head(h), self.value_head(hv)[..., 0]
 
-    def value(self, observation: jax.Array) -> jax.Array:
-        torso = self.critic_torso if self.separate_critic else self.actor_torso
-        return self.value_head(torso(observation))[..., 0]
+    def __call__(self, observation: jax.Array, core=None) -> tuple[jax.Array, jax.Array]:
+        """`(logits, value)` of one step from `core` (recurrent: None is the initial state)."""
+        return self._heads(*self._step_towers(observation, core))
+
+    def value(self, observation: jax.Array, core=None) -> jax.Array:
+        return self.value_head(self._step_towers(observation, core, critic_only=True)[1])[..., 0]
+
+    def unroll(self, observation: jax.Array, first: jax.Array, core):
+        """`((logits, value) [T, B, ...], cores after each step [T, B, ...])` from `core`
+        `[B, ...]` (None: the initial state), each tower's core reset where `first` `[T, B]`."""
+        h, hv, cores = self._unroll_towers(observation, first, core)
+        return self._heads(h, hv), cores
 
 
 class QNetwork(nn.Module):
-    """Action values `[B, A]`."""
+    """Action values `[..., A]`; with `core` set, a `Memory` between torso and head."""
 
     num_actions: int
     torso: str
@@ -229,19 +350,39 @@ class QNetwork(nn.Module):
     hidden_sizes: Sequence[int] = (256,)
     activation: str = "relu"
     layer_norm: bool = False
+    core: str = "none"  # or "lstm", "gru"
+    core_size: int = 128
+
+    def __call__(self, observation: jax.Array, core=None) -> jax.Array:
+        """Q-values of one step from `core` (recurrent: None is the initial state)."""
+        if self.core == "none":
+            return self.unroll(observation, None, None)[0]
+        initial = lambda n: initial_core(self.core, self.core_size, 1, n)  # noqa: E731
+        return _one_step(lambda o, f, c: self.unroll(o, f, c)[0], observation, core,
+                         self.observation_ndim, initial)  # fmt: skip
 
     @nn.compact
-    def __call__(self, observation: jax.Array) -> jax.Array:
+    def unroll(self, observation: jax.Array, first: jax.Array, core):
+        """`(q [T, B, A], cores after each step)` from `core` `[B, ...]` (a 1-tuple, as
+        every network's; None: the initial state), reset where `first` `[T, B]`.
+        Feed-forward: `q` over any leading dims, cores ()."""
         torso = Torso(
             self.torso, self.observation_ndim, self.hidden_sizes, self.activation, self.layer_norm
         )
-        return Head(self.num_actions, kernel_init=_orthogonal(1.0))(torso(observation))
+        head = Head(self.num_actions, kernel_init=_orthogonal(1.0))
+        h = torso(observation)
+        if self.core == "none":
+            return head(h), ()
+        if core is None:
+            core = initial_core(self.core, self.core_size, 1, observation.shape[1])
+        cores, h = Memory(self.core, self.core_size)(core[0], h, first)
+        return head(h), (cores,)
 
 
 LOG_STD_BOUNDS = (-5.0, 2.0)  # a network's log-std is squashed into this range (as SAC's)
 
 
-class GaussianActorCritic(nn.Module):
+class GaussianActorCritic(_Towers, nn.Module):
     """A diagonal Gaussian policy over a box `[..., *action_shape]` and a state value.
 
     The mean's head starts near 0 (orthogonal, scale 0.01, as CleanRL's continuous PPO).
@@ -258,12 +399,12 @@ class GaussianActorCritic(nn.Module):
     separate_critic: bool = True
     state_dependent_std: bool = False
     init_log_std: float = 0.0
+    core: str = "none"  # or "lstm", "gru": a Memory after each torso
+    core_size: int = 128
 
     def setup(self):
-        make = lambda: Torso(self.torso, self.observation_ndim, self.hidden_sizes, self.activation)
+        self._setup_towers()
         size = int(np.prod(self.action_shape))
-        self.actor_torso = make()
-        self.critic_torso = make() if self.separate_critic else None
         self.mean_head = Head(size, kernel_init=_orthogonal(0.01))
         self.value_head = Head(1, kernel_init=_orthogonal(1.0))
         if self.state_dependent_std:
@@ -281,28 +422,36 @@ class GaussianActorCritic(nn.Module):
         offset = np.arctanh(2.0 * (self.init_log_std - lo) / (hi - lo) - 1.0)
         return lo + 0.5 * (hi - lo) * (jnp.tanh(self.log_std_head(h) + offset) + 1.0)
 
-    def __call__(self, observation: jax.Array):
-        """`(Gaussian(mean, log_std) [..., *action_shape] each, value [...])`."""
-        h = self.actor_torso(observation)
-        hv = self.critic_torso(observation) if self.separate_critic else h
+    def _heads(self, h, hv):
         shape = h.shape[:-1] + tuple(self.action_shape)
         dist = Gaussian(self.mean_head(h).reshape(shape), self._log_std(h).reshape(shape))
         return dist, self.value_head(hv)[..., 0]
 
-    def value(self, observation: jax.Array) -> jax.Array:
-        torso = self.critic_torso if self.separate_critic else self.actor_torso
-        return self.value_head(torso(observation))[..., 0]
+    def __call__(self, observation: jax.Array, core=None):
+        """`(Gaussian(mean, log_std) [..., *action_shape] each, value [...])` of one step
+        from `core` (recurrent: None is the initial state)."""
+        return self._heads(*self._step_towers(observation, core))
+
+    def value(self, observation: jax.Array, core=None) -> jax.Array:
+        return self.value_head(self._step_towers(observation, core, critic_only=True)[1])[..., 0]
+
+    def unroll(self, observation: jax.Array, first: jax.Array, core):
+        """`((Gaussian, value) [T, B, ...], cores after each step)`, as `ActorCritic.unroll`."""
+        h, hv, cores = self._unroll_towers(observation, first, core)
+        return self._heads(h, hv), cores
 
 
 def make_actor_critic(spec: EnvSpec, config, owner: str) -> nn.Module:
     """The actor-critic of a PPO or IMPALA `config` for `spec`'s action space: logits for
     discrete actions (`ActorCritic`), a Gaussian for a box (`GaussianActorCritic`)."""
     torso = resolve_torso(config.torso, spec, owner)
-    common = (torso, len(spec.observation_shape), config.hidden_sizes, config.activation,
-              config.separate_critic)  # fmt: skip
+    common = dict(torso=torso, observation_ndim=len(spec.observation_shape),
+                  hidden_sizes=config.hidden_sizes, activation=config.activation,
+                  separate_critic=config.separate_critic, core=config.core,
+                  core_size=config.core_size)  # fmt: skip
     if spec.is_discrete:
-        return ActorCritic(spec.num_actions, *common)
+        return ActorCritic(spec.num_actions, **common)
     return GaussianActorCritic(
-        spec.action_shape, *common,
+        spec.action_shape, **common,
         state_dependent_std=config.log_std == "network", init_log_std=config.init_log_std,
     )  # fmt: skip

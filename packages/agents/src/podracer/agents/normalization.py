@@ -110,10 +110,10 @@ def normalized_network(
 
     `init(key) -> params`: the module's variables (`{"params": ...}`) plus the statistics
     asked for (`STATS_KEY` with `observations`, `VALUE_KEY` with `values`).
-    `apply(params, observation, method=None)` normalises the observation (clipped to
-    `clip`) before the module sees it and returns its values denormalised (`__call__`'s
-    `(dist, value)` or `value`'s `value`); with neither, both are the module's own and
-    params keep the module's layout.
+    `apply(params, observation, *args, method=None)` normalises the observation (clipped
+    to `clip`) before the module sees it and returns its values denormalised (`__call__`'s
+    `(dist, value)`, `value`'s `value` or `unroll`'s `((dist, value), cores)`); with
+    neither, both are the module's own and params keep the module's layout.
     """
 
     def init(key: chex.PRNGKey) -> dict[str, Any]:
@@ -125,17 +125,18 @@ def normalized_network(
             variables[VALUE_KEY] = init_stats(())
         return variables
 
-    def apply(params: dict[str, Any], observation: chex.Array, method: str | None = None):
+    def apply(params: dict[str, Any], observation: chex.Array, *args, method: str | None = None):
         if observations:
             observation = normalize(params[STATS_KEY], observation, clip)
         variables = {k: v for k, v in params.items() if k not in (STATS_KEY, VALUE_KEY)}
-        out = net.apply(variables, observation, method=method)
+        out = net.apply(variables, observation, *args, method=method)
         if not values:
             return out
         if method == "value":
             return denormalize(params[VALUE_KEY], out)
-        dist, value = out
-        return dist, denormalize(params[VALUE_KEY], value)
+        (dist, value), cores = out if method == "unroll" else (out, None)
+        value = denormalize(params[VALUE_KEY], value)
+        return ((dist, value), cores) if method == "unroll" else (dist, value)
 
     return init, apply
 

@@ -1,8 +1,9 @@
 """PPO with the clipped surrogate objective (Schulman et al., 2017) and GAE.
 
 The defaults are PureJaxRL's CartPole settings. Minibatches split the time axis with a
-key shared by every device, and advantage statistics are averaged over devices, so a
-run is the same on 1 or N devices for the same global batch.
+key shared by every device (the envs, for a recurrent core: whole sequences unrolled
+from their start states, `podracer.agents.recurrent`), and advantage statistics are
+averaged over devices, so a run is the same on 1 or N devices for the same global batch.
 
 Discrete actions use a categorical policy; a continuous box a diagonal Gaussian
 (`podracer.agents.policy`), whose behaviour log-probability is that of the sample the
@@ -13,6 +14,7 @@ are part of the params (`podracer.agents.normalization`).
 
 from __future__ import annotations
 
+from typing import Any
 from typing import NamedTuple
 
 import chex
@@ -24,6 +26,7 @@ from podracer.agents.configs import PPOConfig
 from podracer.agents.learn import annealed
 from podracer.agents.learn import make_optimizer
 from podracer.agents.learn import minibatch_update
+from podracer.agents.networks import initial_core
 from podracer.agents.networks import make_actor_critic
 from podracer.agents.normalization import VALUE_KEY
 from podracer.agents.normalization import frozen_statistics
@@ -32,6 +35,8 @@ from podracer.agents.normalization import normalized_network
 from podracer.agents.normalization import update_stats
 from podracer.agents.normalization import updating_statistics
 from podracer.agents.policy import action_policy
+from podracer.agents.recurrent import act_step
+from podracer.agents.recurrent import unroll
 from podracer.agents.types import Agent
 from podracer.agents.types import Trajectory
 from podracer.agents.types import masked_mean
@@ -44,6 +49,8 @@ class _Batch(NamedTuple):
     """A rollout flattened to PPO's per-transition inputs."""
 
     observation: chex.Array  # [T, B, *obs]
+    first: chex.Array  # [T, B] bool, where a recurrent core resets
+    core: Any  # [1, B, ...] the core state of row 0 (() feed-forward)
     action: chex.Array  # [T, B] int32, or [T, B, *action_shape] float32
     action_extras: dict  # [T, B, ...]: what log_prob needs besides the action (raw samples)
     behaviour_log_prob: chex.Array  # [T, B]
@@ -68,16 +75,20 @@ def make_ppo(
     optimizer = make_optimizer(learning_rate, config.max_grad_norm, eps=1e-5)
     if config.normalize_observations or config.normalize_values:
         optimizer = frozen_statistics(optimizer)
+    recurrent = config.core != "none"
+    towers = 2 if config.separate_critic else 1
+    forward, forward_all = act_step(apply, recurrent), unroll(apply, recurrent)
 
-    def act(params, key, observation, step=0):
+    def act(params, key, observation, step=0, core=None, first=None):
         del step  # no schedule in acting
-        dist, value = apply(params, observation)
+        (dist, value), core = forward(params, observation, core, first)
         action, extras = policy.sample(key, dist)
-        return action, {**extras, "log_prob": policy.log_prob(dist, action, extras), "value": value}
+        logp = policy.log_prob(dist, action, extras)
+        return action, {**extras, "log_prob": logp, "value": value}, core
 
-    def greedy_act(params, observation):
-        dist, _ = apply(params, observation)
-        return policy.greedy(dist)
+    def greedy_act(params, observation, core=None, first=None):
+        (dist, _), core = forward(params, observation, core, first)
+        return policy.greedy(dist), core
 
     def make_batch(params, trajectory: Trajectory) -> _Batch:
         ts = trajectory.timestep
@@ -85,11 +96,17 @@ def make_ppo(
         values = trajectory.extras["value"]  # behaviour values [T+1, B]
         final_v = None
         if spec.can_truncate and ts.final_observation is not None:
-            final_v = apply(params, ts.final_observation[1:], method="value")
+            cores = None
+            if recurrent:  # a final observation follows the state before the next reset
+                _, cores = forward_all(params, ts.observation, ts.first, trajectory.core)
+                cores = jax.tree.map(lambda c: c[:-1], cores)
+            final_v = apply(params, ts.final_observation[1:], cores, method="value")
         v_t = jax.lax.stop_gradient(returns.bootstrap_values(values, final_v, ts))
         advantage = returns.lambda_advantages(values[:-1], v_t, bounds, config.gae_lambda)
         return _Batch(
             ts.observation[:-1],
+            ts.first[:-1],
+            trajectory.core,
             trajectory.action[:-1],
             {k: trajectory.extras[k][:-1] for k in _ACTION_EXTRAS if k in trajectory.extras},
             trajectory.extras["log_prob"][:-1],
@@ -100,7 +117,7 @@ def make_ppo(
         )
 
     def batch_loss(params, batch: _Batch, reduce=lambda x: x):
-        dist, value = apply(params, batch.observation)
+        (dist, value), _ = forward_all(params, batch.observation, batch.first, batch.core)
         adv = batch.advantage
         if config.normalize_advantages:
             mean = reduce(masked_mean(adv, batch.mask))
@@ -140,7 +157,10 @@ def make_ppo(
         del key
         return batch_loss(params, make_batch(params, trajectory))
 
-    minibatches = minibatch_update(batch_loss, optimizer, config.num_epochs, config.num_minibatches)
+    minibatches = minibatch_update(
+        batch_loss, optimizer, config.num_epochs, config.num_minibatches,
+        split="envs" if recurrent else "time",
+    )  # fmt: skip
 
     def update(params, opt_state, trajectory: Trajectory, key, reduce_grads=lambda x: x):
         batch = make_batch(params, trajectory)
@@ -160,4 +180,5 @@ def make_ppo(
         optimizer=optimizer,
         # Observation statistics merge after the update: its loss saw what the actors saw.
         update=updating_statistics(update, config.normalize_observations),
+        initial_core=lambda n: initial_core(config.core, config.core_size, towers, n),
     )

@@ -16,6 +16,7 @@ same on any number of devices (PQN shuffles all transitions of a device instead)
 
 from __future__ import annotations
 
+from typing import Any
 from typing import NamedTuple
 
 import chex
@@ -30,9 +31,12 @@ from podracer.agents.learn import annealed
 from podracer.agents.learn import make_optimizer
 from podracer.agents.learn import minibatch_update
 from podracer.agents.networks import QNetwork
+from podracer.agents.networks import initial_core
 from podracer.agents.networks import resolve_torso
 from podracer.agents.policy import epsilon_greedy
 from podracer.agents.policy import select
+from podracer.agents.recurrent import act_step
+from podracer.agents.recurrent import unroll
 from podracer.agents.types import Agent
 from podracer.agents.types import Trajectory
 from podracer.agents.types import masked_mean
@@ -43,6 +47,8 @@ class _Batch(NamedTuple):
     """A rollout's transitions and their fixed targets."""
 
     observation: chex.Array  # [T, B, *obs]
+    first: chex.Array  # [T, B] bool, where a recurrent core resets
+    core: Any  # [1, B, ...] the core state of row 0 (() feed-forward)
     action: chex.Array  # [T, B]
     target: chex.Array  # [T, B] Q(lambda) returns, from the params that acted
     mask: chex.Array  # [T, B] bool
@@ -72,6 +78,8 @@ def make_qlambda(
         config.hidden_sizes,
         config.activation,
         config.layer_norm,
+        config.core,
+        config.core_size,
     )
     steps_per_update = config.num_epochs * config.num_minibatches
     learning_rate = config.learning_rate
@@ -79,37 +87,43 @@ def make_qlambda(
         learning_rate = annealed(config.learning_rate, total_updates, steps_per_update)
     optimizer = make_optimizer(learning_rate, config.max_grad_norm, name=config.optimizer)
     epsilon = epsilon_schedule(config, total_updates)
+    recurrent = config.core != "none"
+    forward, forward_all = act_step(net.apply, recurrent), unroll(net.apply, recurrent)
 
     def init(key):
         dummy = jnp.zeros((1, *spec.observation_shape), spec.observation_dtype)
         return net.init(key, dummy)
 
-    def act(params, key, observation, step=0):
-        return epsilon_greedy(key, net.apply(params, observation), epsilon(step)), {}
+    def act(params, key, observation, step=0, core=None, first=None):
+        q, core = forward(params, observation, core, first)
+        return epsilon_greedy(key, q, epsilon(step)), {}, core
 
-    def greedy_act(params, observation):
-        return jnp.argmax(net.apply(params, observation), axis=-1).astype(jnp.int32)
+    def greedy_act(params, observation, core=None, first=None):
+        q, core = forward(params, observation, core, first)
+        return jnp.argmax(q, axis=-1).astype(jnp.int32), core
 
     def make_batch(params, trajectory: Trajectory) -> _Batch:
         ts = trajectory.timestep
-        q = net.apply(params, ts.observation)  # [T+1, B, A]
+        q, cores = forward_all(params, ts.observation, ts.first, trajectory.core)  # [T+1, B, A]
         bounds = returns.boundaries(ts, config.gamma)
         bounds = bounds._replace(reward=bounds.reward * config.reward_scale)
         final_v = None
         if spec.can_truncate and ts.final_observation is not None:
-            final_v = jnp.max(net.apply(params, ts.final_observation[1:]), axis=-1)
+            # A final observation follows the state before the next step's reset.
+            cores = jax.tree.map(lambda c: c[:-1], cores) if recurrent else None
+            final_v = jnp.max(net.apply(params, ts.final_observation[1:], cores), axis=-1)
         v_t = returns.bootstrap_values(jnp.max(q, axis=-1), final_v, ts)
         lambda_t = config.lambda_ * (1.0 - bounds.cut.astype(jnp.float32))
         targets = jax.vmap(rlax.lambda_returns, in_axes=1, out_axes=1)(
             bounds.reward, bounds.discount, v_t, lambda_t
         )
-        return _Batch(
-            ts.observation[:-1], trajectory.action[:-1], jax.lax.stop_gradient(targets), bounds.mask
-        )
+        return _Batch(ts.observation[:-1], ts.first[:-1], trajectory.core, trajectory.action[:-1],
+                      jax.lax.stop_gradient(targets), bounds.mask)  # fmt: skip
 
     def batch_loss(params, batch: _Batch, reduce=lambda x: x):
         del reduce
-        q_tm1 = select(net.apply(params, batch.observation), batch.action)
+        q, _ = forward_all(params, batch.observation, batch.first, batch.core)
+        q_tm1 = select(q, batch.action)
         value_loss = 0.5 * masked_mean(jnp.square(batch.target - q_tm1), batch.mask)
         metrics = {"losses/value": value_loss, "agent/q_mean": masked_mean(q_tm1, batch.mask)}
         return value_loss, metrics
@@ -118,7 +132,10 @@ def make_qlambda(
         del key
         return batch_loss(params, make_batch(params, trajectory))
 
-    minibatches = minibatch_update(batch_loss, optimizer, config.num_epochs, config.num_minibatches)
+    minibatches = minibatch_update(
+        batch_loss, optimizer, config.num_epochs, config.num_minibatches,
+        split="envs" if recurrent else "time",
+    )  # fmt: skip
 
     def update(params, opt_state, trajectory: Trajectory, key, reduce_grads=lambda x: x):
         batch = jax.lax.stop_gradient(make_batch(params, trajectory))
@@ -135,4 +152,5 @@ def make_qlambda(
         loss=loss,
         optimizer=optimizer,
         update=update,
+        initial_core=lambda n: initial_core(config.core, config.core_size, 1, n),
     )

@@ -20,6 +20,7 @@ import jax.flatten_util
 import jax.numpy as jnp
 import optax
 
+from podracer.agents.recurrent import no_core
 from podracer.envs import EnvSpec
 from podracer.envs import TimeStep
 
@@ -59,6 +60,9 @@ class Trajectory(NamedTuple):
     timestep: TimeStep  # [T+1, B, ...]
     action: chex.Array  # [T+1, B] int32
     extras: Extras  # [T+1, B, ...]
+    # [1, B, ...] the recurrent core state row 0 was acted from (before its reset at
+    # `first`); () for feed-forward agents (`podracer.agents.recurrent`).
+    core: Any = ()
 
     @property
     def num_transitions(self) -> int:
@@ -77,12 +81,16 @@ class Agent(NamedTuple):
     spec: EnvSpec
     config: Any  # the agent's frozen config dataclass
     init: Callable[[chex.PRNGKey], Params]
-    # act(params, key, observation [B, ...], step=0) -> (action [B] int32, extras [B, ...]);
+    # act(params, key, observation [B, ...], step=0, core=None, first=None)
+    #     -> (action [B], extras [B, ...], core [B, ...]);
     # `step` ([] int32) is the learner's update count of `params`, for schedules of acting
-    # (PQN's epsilon); runtimes pass it, other callers may leave it out.
-    act: Callable[..., tuple[chex.Array, Extras]]
-    # greedy_act(params, observation [B, ...]) -> action [B]: evaluation policy
-    greedy_act: Callable[[Params, chex.Array], chex.Array]
+    # (PQN's epsilon); `core` the recurrent state the step starts from (None: the initial
+    # one; feed-forward agents return ()), reset where `first` [B] bool. Runtimes pass
+    # all of them; other callers may leave them out.
+    act: Callable[..., tuple[chex.Array, Extras, Any]]
+    # greedy_act(params, observation [B, ...], core=None, first=None) -> (action [B], core):
+    # the evaluation policy
+    greedy_act: Callable[..., tuple[chex.Array, Any]]
     # loss(params, trajectory, key) -> (scalar, metrics)
     loss: Callable[[Params, Trajectory, chex.PRNGKey], tuple[chex.Array, Metrics]]
     optimizer: optax.GradientTransformation
@@ -95,6 +103,9 @@ class Agent(NamedTuple):
     # priority(params, trajectory [T+1, B]) -> [B] float32: replay priority of each
     # sequence (prioritised replay only).
     priority: Callable[[Params, Trajectory], chex.Array] | None = None
+    # initial_core(batch_size) -> the core state [B, ...] of envs that have not acted
+    # (a pytree; () for feed-forward agents, which is what the default returns).
+    initial_core: Callable[[int], Any] = no_core
 
 
 def masked_mean(x: chex.Array, mask: chex.Array) -> chex.Array:

@@ -4,10 +4,11 @@ A chunk is one program, replicated over a `Mesh` of devices with `jax.shard_map`
 
     state -> [fori_loop K: [scan T: act -> env.step] -> agent.update (pmean grads)] -> state
 
-Params and optimizer state are replicated; environment states, timesteps and per-env
-keys are sharded along the batch axis. Each environment's key is derived from its
-global index and acting samples with per-environment keys, so the same global config
-gives the same run on any number of devices.
+Params and optimizer state are replicated; environment states, timesteps, per-env
+keys and a recurrent agent's core states are sharded along the batch axis. Each
+environment's key is derived from its global index and acting samples with
+per-environment keys, so the same global config gives the same run on any number of
+devices.
 
 Agents with replay (`agent.replay`, e.g. MuZero) learn from a sequence buffer instead:
 
@@ -41,6 +42,7 @@ from podracer.agents import make_learn
 from podracer.agents import pmean_flat
 from podracer.agents.evaluation import env_keys
 from podracer.agents.evaluation import jax_episodes
+from podracer.agents.evaluation import per_env
 from podracer.agents.validation import ConfigError
 from podracer.envs import JaxEnv
 from podracer.envs import TimeStep
@@ -58,6 +60,9 @@ class RunnerState(NamedTuple):
     # The agent's replay (None without): a `ReplayState` whose every leaf has a leading
     # device axis [D, ...], sharded, so each device holds its own buffer.
     replay: Any = None
+    # [N, ...] sharded: a recurrent agent's core state for acting on `timestep` (before
+    # its reset at `first`); () for feed-forward agents.
+    core: Any = ()
 
 
 class ChunkMetrics(NamedTuple):
@@ -86,6 +91,7 @@ def state_shardings(mesh: Mesh, state: RunnerState, num_seeds: int = 1) -> Runne
         timestep=jax.tree.map(lambda _: sharded, state.timestep),
         env_key=sharded,
         replay=jax.tree.map(lambda _: sharded, state.replay),
+        core=jax.tree.map(lambda _: sharded, state.core),
     )
 
 
@@ -94,11 +100,12 @@ def _split_per_env(keys: chex.Array, num: int) -> chex.Array:
     return jnp.swapaxes(jax.vmap(lambda k: jax.random.split(k, num))(keys), 0, 1)
 
 
-def _act_per_env(agent: Agent, params, keys: chex.Array, observation: chex.Array, step):
-    """`agent.act` with a key per environment (topology invariance); one batched forward."""
-    act = jax.vmap(lambda k, o: agent.act(params, k, o[None], step), in_axes=(0, 0))
-    action, extras = act(keys, observation)
-    return action[:, 0], jax.tree.map(lambda x: x[:, 0], extras)
+def _act(agent: Agent):
+    """`act(params, keys [B, 2], timestep [B], core [B], step) -> (action, extras, core)`:
+    `agent.act` with a key per environment (topology invariance); one batched forward."""
+    act = per_env(lambda p, k, o, c, f, step: agent.act(p, k, o, step, c, f))
+    return lambda params, keys, ts, core, step: act(params, keys, ts.observation, core,
+                                                    ts.first, step)  # fmt: skip
 
 
 def make_init(
@@ -124,15 +131,16 @@ def make_init(
         reset_keys, env_keys = _split_per_env(env_keys, 2)
         env_state, timestep = jax.vmap(env.reset)(reset_keys)
         train = init_train_state(agent, train_key)
+        core = agent.initial_core(num_envs)
         # A stored sequence looks like one environment's column of a rollout.
         shapes = None
         if agent.replay is not None:
             rollout = make_rollout(agent, env, rollout_length)
             shapes = jax.eval_shape(
-                rollout, train.params, env_state, timestep, env_keys, train.update_step
+                rollout, train.params, env_state, timestep, env_keys, core, train.update_step
             )[0]
         replay_state = init_local_replays(agent, shapes, mesh.size)
-        return RunnerState(train, env_state, timestep, env_keys, replay_state)
+        return RunnerState(train, env_state, timestep, env_keys, replay_state, core)
 
     init = init_one if num_seeds == 1 else jax.vmap(init_one)
     keys = jax.random.PRNGKey(0) if num_seeds == 1 else jnp.zeros((num_seeds, 2), jnp.uint32)
@@ -143,30 +151,34 @@ def make_init(
 def make_rollout(agent: Agent, env: JaxEnv, rollout_length: int):
     """Per-device rollout of T steps: returns a `[T+1, B]` trajectory and the new env carry.
 
-    `step` is the update count of `params` (the agent's acting schedules read it)."""
+    `step` is the update count of `params` (the agent's acting schedules read it); `core`
+    the recurrent state for acting on `timestep`, which the trajectory records as its start.
+    """
+    act = _act(agent)
 
-    def rollout(params, env_state, timestep, env_key, step):
+    def rollout(params, env_state, timestep, env_key, core, step):
         def env_step(carry, _):
-            env_state, timestep, env_key = carry
+            env_state, timestep, env_key, core = carry
             env_key, act_key, step_key = _split_per_env(env_key, 3)
-            action, extras = _act_per_env(agent, params, act_key, timestep.observation, step)
+            action, extras, next_core = act(params, act_key, timestep, core, step)
             env_state, next_timestep = jax.vmap(env.step)(env_state, action, step_key)
-            return (env_state, next_timestep, env_key), (timestep, action, extras)
+            return (env_state, next_timestep, env_key, next_core), (timestep, action, extras)
 
-        (env_state, last, env_key), (timesteps, actions, extras) = jax.lax.scan(
-            env_step, (env_state, timestep, env_key), length=rollout_length
+        (env_state, last, env_key, last_core), (timesteps, actions, extras) = jax.lax.scan(
+            env_step, (env_state, timestep, env_key, core), length=rollout_length
         )
         # The last timestep's action and extras (values to bootstrap from); the next
-        # rollout acts on it again with the updated params.
+        # rollout acts on it again, from the same core state, with the updated params.
         env_key, act_key = _split_per_env(env_key, 2)
-        last_action, last_extras = _act_per_env(agent, params, act_key, last.observation, step)
+        last_action, last_extras, _ = act(params, act_key, last, last_core, step)
         append = lambda xs, x: jnp.concatenate([xs, x[None]], axis=0)
         trajectory = Trajectory(
             timestep=jax.tree.map(append, timesteps, last),
             action=append(actions, last_action),
             extras=jax.tree.map(append, extras, last_extras),
+            core=jax.tree.map(lambda c: c[None], core),
         )
-        return trajectory, (env_state, last, env_key)
+        return trajectory, (env_state, last, env_key, last_core)
 
     return rollout
 
@@ -198,13 +210,14 @@ def make_chunk(
     learn = make_learn(agent, mesh.size, AXIS, pmean)
 
     def one_update(state: RunnerState):
-        trajectory, (env_state, timestep, env_key) = rollout(
-            state.train.params, state.env_state, state.timestep, state.env_key,
+        trajectory, (env_state, timestep, env_key, core) = rollout(
+            state.train.params, state.env_state, state.timestep, state.env_key, state.core,
             state.train.update_step,
         )  # fmt: skip
         train, losses, replay_state = learn(state.train, trajectory, state.replay)
         sums = jax.lax.psum(_episode_sums(trajectory.timestep), AXIS)
-        return RunnerState(train, env_state, timestep, env_key, replay_state), losses, sums
+        state = RunnerState(train, env_state, timestep, env_key, replay_state, core)
+        return state, losses, sums
 
     def chunk(state: RunnerState):
         losses_shape = jax.eval_shape(lambda s: one_update(s)[1], state)
@@ -317,7 +330,8 @@ def check_memory(
     """Fails before compiling when one device cannot hold its share of the env states,
     replay and one rollout (a lower bound on what a chunk needs); returns the estimate."""
     n = mesh.size
-    sharded = _tree_bytes(abstract.env_state, abstract.timestep, abstract.env_key, abstract.replay)
+    sharded = _tree_bytes(abstract.env_state, abstract.timestep, abstract.env_key, abstract.replay,
+                          abstract.core)  # fmt: skip
     rollout = (rollout_length + 1) * _tree_bytes(abstract.timestep)
     need = (sharded + rollout) // n + _tree_bytes(abstract.train)
     have = device_memory(mesh.devices.flat[0])

@@ -14,7 +14,9 @@ device, see `PythonLoop`); either way the actor ships it to the learner devices 
 synchronous step; with two, one lane's env step runs on envpool's threads while the
 other lane's inference runs, and the lanes are concatenated along the batch axis.
 Consecutive trajectories overlap by one step: the last step of rollout k (its timestep,
-and the action sent from it) is row 0 of rollout k+1.
+and the action sent from it) is row 0 of rollout k+1. A recurrent agent's core state
+is carried from step to step and rollout to rollout; each trajectory records the state
+its row 0 was acted from (`podracer.agents.recurrent`).
 """
 
 from __future__ import annotations
@@ -108,11 +110,15 @@ class PythonLoop:
         self._ids = [np.arange(env.num_envs, dtype=np.int32) for env in self.lanes]
         self._last: list[tuple[TimeStep, np.ndarray, Any]] | None = None  # per lane, row T
         self._drop_final: bool | None = None
+        # Per lane, on the actor device: the core state for the next step, and the one
+        # row T (the next trajectory's row 0) was acted from.
+        self._core = [jax.device_put(agent.initial_core(env.num_envs), device) for env in lanes]
+        self._last_core: list[Any] = [None] * len(self.lanes)
 
-        def act(params, key, observation, step):
+        def act(params, key, observation, first, core, step):
             key, sub = jax.random.split(key)
-            action, extras = agent.act(params, sub, observation, step)
-            return action, extras, key
+            action, extras, core = agent.act(params, sub, observation, step, core, first)
+            return action, extras, core, key
 
         def stack(extras):  # [T+1] of [b, ...] -> [T+1, b, ...]
             return jax.tree.map(lambda *xs: jnp.stack(xs), *extras)
@@ -152,6 +158,7 @@ class PythonLoop:
         timesteps: list[TimeStep | None] = [None] * n
         actions: list[np.ndarray | None] = [None] * n
         extras: list[list[Any]] = [[] for _ in range(n)]
+        cores = list(self._last_core)  # the state each lane's row 0 was acted from
         start = 0
         if self._last is not None:  # row 0 is the last row of the previous rollout
             start = 1
@@ -166,7 +173,14 @@ class PythonLoop:
             for lane in range(n):
                 ts = self._recv(lane)
                 timer.lap("env")
-                action, ex, key = self._act(params, key, ts.observation, step)
+                core = self._core[lane]
+                if t == 0:
+                    cores[lane] = core
+                action, ex, self._core[lane], key = self._act(
+                    params, key, ts.observation, ts.first, core, step
+                )
+                if t == self._length:
+                    self._last_core[lane] = core
                 action.block_until_ready()
                 timer.lap("inference")
                 action = np.asarray(action)
@@ -190,7 +204,15 @@ class PythonLoop:
             (jax.tree.map(lambda x: x[-1], timesteps[i]), actions[i][-1], extras[i][-1])
             for i in range(n)
         ]
-        lanes = [Trajectory(timesteps[i], actions[i], self._stack(extras[i])) for i in range(n)]
+        lanes = [
+            Trajectory(
+                timesteps[i],
+                actions[i],
+                self._stack(extras[i]),
+                jax.tree.map(lambda c: c[None], cores[i]),
+            )  # fmt: skip
+            for i in range(n)
+        ]
         trajectory = lanes[0] if n == 1 else jax.tree.map(lambda *xs: np.concatenate(xs, 1), *lanes)
         timer.lap("assembly")
         return RolloutOutput(trajectory, *_join_stats(returns, lengths))
@@ -200,6 +222,7 @@ class _XlaCarry(NamedTuple):
     handles: tuple[jax.Array, ...]  # per lane: envpool's handle bytes [n] uint8
     trackers: tuple[Any, ...]  # per lane: EpisodeTracker [b]
     key: jax.Array  # [2] uint32
+    cores: tuple[Any, ...]  # per lane: the agent's core state for the next step [b, ...]
 
 
 class XlaLoop:
@@ -223,7 +246,8 @@ class XlaLoop:
         self._timer = timer
         self._agent = agent
         self._carry: _XlaCarry | None = None
-        self._last: tuple[Trajectory, ...] | None = None  # per lane, the last step [b]
+        # Per lane, the last step [b] and the core state it was acted from.
+        self._last: tuple[tuple[Trajectory, ...], tuple[Any, ...]] | None = None
 
     def start(self) -> None:
         from podracer.envs import envpool_timestep_by_id
@@ -233,30 +257,46 @@ class XlaLoop:
         episodic_life = [bool(env.pool.config.get("episodic_life", False)) for env in self.lanes]
         agent, T, n = self._agent, self._length, len(self.lanes)
 
-        def lane_step(params, step, key, handle, tracker, lane):
+        def lane_step(params, step, key, handle, tracker, core, lane):
             handle, (obs, reward, terminated, truncated, info) = xlas[lane].recv(handle)
             tracker, ts = envpool_timestep_by_id(
                 tracker, obs, reward, terminated, truncated, info, episodic_life[lane]
             )
             ts = ts._replace(final_observation=None)  # it is `observation` (envpool)
-            action, extras = agent.act(params, key, ts.observation, step)
+            action, extras, next_core = agent.act(params, key, ts.observation, step, core, ts.first)
             handle = xlas[lane].send(handle, action, jnp.arange(action.shape[0], dtype=jnp.int32))
-            return handle, tracker, Trajectory(ts, action, extras)
+            return handle, tracker, next_core, Trajectory(ts, action, extras), core
 
         def all_lanes(params, step, carry: _XlaCarry):
+            """One step of every lane: the carry, the rows and the cores they acted from."""
             key, *keys = jax.random.split(carry.key, n + 1)
             out = [
-                lane_step(params, step, keys[i], carry.handles[i], carry.trackers[i], i)
+                lane_step(
+                    params, step, keys[i], carry.handles[i], carry.trackers[i], carry.cores[i], i
+                )  # fmt: skip
                 for i in range(n)
             ]
-            handles, trackers, rows = zip(*out, strict=True)
-            return _XlaCarry(tuple(handles), tuple(trackers), key), tuple(rows)
+            handles, trackers, cores, rows, acted_from = zip(*out, strict=True)
+            carry = _XlaCarry(tuple(handles), tuple(trackers), key, tuple(cores))
+            return carry, (tuple(rows), tuple(acted_from))
 
-        def rollout(params, step, carry: _XlaCarry, last: tuple[Trajectory, ...]):
-            carry, rows = jax.lax.scan(lambda c, _: all_lanes(params, step, c), carry, length=T)
+        def rollout(params, step, carry: _XlaCarry, last):
+            """`last`: per lane, the previous rollout's row T and the core it acted from."""
+
+            def body(c, _):  # c: (carry, the cores the previous rows acted from)
+                c, (rows, acted_from) = all_lanes(params, step, c[0])
+                return (c, acted_from), rows
+
+            last_rows, last_cores = last
+            (carry, acted_from), rows = jax.lax.scan(body, (carry, last_cores), length=T)
             prepend = lambda x0, xs: jnp.concatenate([x0[None], xs], axis=0)
-            trajectory = _concat_lanes(*[jax.tree.map(prepend, last[i], rows[i]) for i in range(n)])
-            new_last = tuple(jax.tree.map(lambda x: x[-1], r) for r in rows)
+            lanes = [
+                jax.tree.map(prepend, last_rows[i], rows[i])._replace(
+                    core=jax.tree.map(lambda c: c[None], last_cores[i]))
+                for i in range(n)
+            ]  # fmt: skip
+            trajectory = _concat_lanes(*lanes)
+            new_last = (tuple(jax.tree.map(lambda x: x[-1], r) for r in rows), acted_from)
             ts = trajectory.timestep
             stats = (ts.episode_return[1:], ts.episode_length[1:], ts.episode_end_mask[1:])
             return carry, new_last, trajectory, stats
@@ -270,6 +310,7 @@ class XlaLoop:
             tuple(put(x.handle) for x in xlas),
             tuple(put(init_episode_tracker(env.num_envs)) for env in self.lanes),
             put(self._key),
+            tuple(put(agent.initial_core(env.num_envs)) for env in self.lanes),
         )
 
     def rollout(self, params: Any, step: int = 0) -> RolloutOutput:
