@@ -2,6 +2,8 @@
 
 import pytest
 
+from podracer.agents import PPOConfig
+from podracer.agents.validation import ConfigError
 from podracer.anakin import AnakinConfig
 from podracer.anakin import train
 from podracer.anakin.cli import main
@@ -43,3 +45,12 @@ def test_cli_reports_bad_input_without_a_traceback(capsys):
     )
     assert main(["--env", "gymnax:CartPol-v1"]) == 2
     assert "CartPole-v1" in capsys.readouterr().err
+
+
+def test_a_recurrent_agent_needs_envs_its_minibatches_divide():
+    lstm = PPOConfig(core="lstm", num_minibatches=4)
+    config = AnakinConfig(agent="ppo", agent_config=lstm, num_envs=12, rollout_length=6)
+    config.check_devices(1)  # 12 envs in 4 minibatches; the rollout need not divide
+    with pytest.raises(ConfigError, match=r"AnakinConfig.num_envs must be such that each "
+                       r"device's 6 envs are divisible by PPOConfig.num_minibatches=4"):
+        config.check_devices(2)

@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 
 from podracer.agents import MuZeroConfig
+from podracer.agents import PPOConfig
+from podracer.agents import QLambdaConfig
 from podracer.agents import ReplayConfig
 from podracer.agents import make_agent
 from podracer.anakin import AnakinConfig
@@ -107,10 +109,19 @@ def test_replay_capacity_below_num_envs_fails_naming_the_field():
         AnakinConfig(agent="muzero", num_envs=8, agent_config=small).check_devices(1)
 
 
-@pytest.mark.parametrize("agent", ["qlambda", "ppo", "muzero"])
+# Recurrent cores: the checkpoint holds each env's core state, so resume stays exact.
+RECURRENT = {
+    "ppo-lstm": PPOConfig(core="lstm", core_size=8, hidden_sizes=(8,), num_minibatches=2),
+    "qlambda-gru": QLambdaConfig(core="gru", core_size=8, hidden_sizes=(8,)),
+}
+
+
+@pytest.mark.parametrize("agent", ["qlambda", "ppo", "muzero", *RECURRENT])
 def test_resume_is_bit_exact(tmp_path, agent):
+    agent_config = TINY_MUZERO if agent == "muzero" else RECURRENT.get(agent)
+    agent = agent.split("-")[0]
     config = dataclasses.replace(
-        TINY, agent=agent, agent_config=TINY_MUZERO if agent == "muzero" else None,
+        TINY, agent=agent, agent_config=agent_config,
         run_name="a", runs_root=str(tmp_path), checkpoint_interval=TINY.steps_per_chunk,
     )  # fmt: skip
     if agent == "ppo":  # minibatches must divide the rollout

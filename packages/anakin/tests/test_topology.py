@@ -1,4 +1,5 @@
-"""The same global config learns the same on 1, 2 and 4 devices (fake CPU devices)."""
+"""The same global config learns the same on 1, 2 and 4 devices (fake CPU devices),
+feed-forward and recurrent."""
 
 import os
 import subprocess
@@ -8,14 +9,17 @@ import textwrap
 SCRIPT = textwrap.dedent(
     """
     import jax, numpy as np
+    from podracer.agents import PPOConfig
     from podracer.anakin import AnakinConfig, train
     assert len(jax.devices()) == 4
-    for agent, T in (("qlambda", 4), ("ppo", 8)):
+    # The recurrent PPO's minibatches split the envs: 2 per device on 4 devices.
+    gru = PPOConfig(core="gru", core_size=8, hidden_sizes=(8,), num_minibatches=2)
+    for agent, T, agent_config in (("qlambda", 4, None), ("ppo", 8, None), ("ppo", 8, gru)):
         runs = {}
         for n in (1, 2, 4):
             config = AnakinConfig(agent=agent, num_envs=8, rollout_length=T, updates_per_chunk=5,
                                   total_env_steps=2 * 5 * 8 * T, num_devices=n, progress=False,
-                                  tensorboard=False)
+                                  tensorboard=False, agent_config=agent_config)
             result = train(config)
             runs[n] = (jax.device_get(result.state.train.params), result.history)
         for n in (2, 4):

@@ -3,6 +3,8 @@
 (Catch through `as_host_env`, against Anakin at the same config: tests/test_anakin_sebulba.py.)
 """
 
+import dataclasses
+
 import pytest
 
 from podracer.agents.runs import final_return
@@ -33,3 +35,14 @@ def test_muzero_learns_cartpole():
     result = train(config)
     returns = [h["charts/episodic_return"] for h in result.history]
     assert max(returns) >= 90, returns
+
+
+def test_a_recurrent_ppo_remembers_what_a_feed_forward_one_cannot():
+    # bsuite's MemoryChain (through as_host_env): the reward at the end depends on a bit
+    # seen only at the start; feed-forward PPO stays at chance (0: benchmarks/recurrent.py).
+    config, _ = SebulbaConfig.from_preset(
+        env="gymnax:MemoryChain-bsuite", agent="ppo", total_env_steps=60_000,
+        progress=False, tensorboard=False,
+    )  # fmt: skip
+    gru = dataclasses.replace(config.agent_config, core="gru", core_size=64)
+    assert final_return(train(dataclasses.replace(config, agent_config=gru))) > 0.8

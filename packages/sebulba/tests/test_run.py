@@ -11,6 +11,7 @@ import jax
 import numpy as np
 import pytest
 
+from podracer.agents import PPOConfig
 from podracer.agents.runs import Checkpointer
 from podracer.envs import make_host
 from podracer.sebulba import StageTimeout
@@ -109,6 +110,20 @@ def test_deterministic_mode_repeats_exactly(tiny, actor_loop):
         jax.tree.leaves(first.state.params), jax.tree.leaves(second.state.params), strict=True
     ):
         np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("actor_loop, async_envs", [("xla", True), ("python", False)])
+def test_a_recurrent_agent_carries_its_core_and_repeats_exactly(tiny, actor_loop, async_envs):
+    # The core state travels step to step and rollout to rollout inside both loops (and
+    # across the two lanes of async envs); each trajectory's start state is recorded.
+    lstm = PPOConfig(core="lstm", core_size=8, hidden_sizes=(8,), num_minibatches=2)
+    config = tiny(agent="ppo", agent_config=lstm, deterministic=not async_envs,
+                  actor_loop=actor_loop, async_envs=async_envs)  # fmt: skip
+    first = train(config)
+    assert first.steps == 6 and np.isfinite(first.history[-1]["losses/total"])
+    if not async_envs:
+        second = train(config)
+        assert _learning_metrics(first.history) == _learning_metrics(second.history)
 
 
 def test_checkpoint_and_resume(tiny, tmp_path):

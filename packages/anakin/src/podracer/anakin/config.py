@@ -62,7 +62,7 @@ class AnakinConfig(RunConfig):
             fail(self, "num_envs", f"divisible by the {n} devices")
         if self.eval_interval and self.eval_episodes % n:
             fail(self, "eval_episodes", f"divisible by the {n} devices (one episode per env)")
-        self.check_rollout(self.rollout_length)
+        self.check_rollout(self.rollout_length, self.num_envs // n)
         replay = getattr(self.agent_config, "replay", None)
         if replay is not None and replay.enabled:
             owner = f"{type(self.agent_config).__name__}.replay"

@@ -136,7 +136,8 @@ class SebulbaConfig(RunConfig):
                 f"SebulbaConfig.envs_per_thread ({self.envs_per_thread}) must be divisible by the "
                 f"number of learner devices ({len(learner)}): trajectories split along it"
             )
-        self.check_rollout(self.rollout_length)
+        self.check_rollout(self.rollout_length, self.learner_envs(len(learner)),
+                           envs_field="envs_per_thread")  # fmt: skip
         replay = getattr(self.agent_config, "replay", None)
         if replay is not None and replay.enabled:
             owner = f"{type(self.agent_config).__name__}.replay"
@@ -161,8 +162,13 @@ class SebulbaConfig(RunConfig):
                 f"SebulbaConfig.envs_per_thread ({self.envs_per_thread}) must be divisible by the "
                 f"number of learner devices ({len(learner)}): trajectories split along it"
             )
-        self.check_rollout(self.rollout_length)
+        self.check_rollout(self.rollout_length, self.learner_envs(len(learner)),
+                           envs_field="envs_per_thread")  # fmt: skip
         return tuple(actor), tuple(learner)
+
+    def learner_envs(self, num_learner_devices: int) -> int:
+        """Envs in each learner device's share of an update: its split of K trajectories."""
+        return self.trajectories_per_update * self.envs_per_thread // num_learner_devices
 
     def num_actor_threads(self, num_actor_devices: int) -> int:
         return num_actor_devices * self.actor_threads_per_device

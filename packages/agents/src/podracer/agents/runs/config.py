@@ -143,13 +143,29 @@ class RunConfig:
             source = f"preset {family!r} for {agent}: {chosen.source}"
         return dataclasses.replace(base, **overrides), source
 
-    def check_rollout(self, rollout_length: int, field: str = "rollout_length") -> None:
+    def check_rollout(
+        self,
+        rollout_length: int,
+        envs_per_device: int,
+        field: str = "rollout_length",
+        envs_field: str = "num_envs",
+    ) -> None:
         """Fails naming both fields when the agent splits rollouts into minibatches that
-        do not divide `rollout_length` (PPO); called by runtimes before compiling."""
+        do not divide them: the rollout's time steps (PPO, PQN), or with a recurrent core
+        each device's envs (`envs_per_device`, set by `envs_field`); called by runtimes
+        before compiling."""
         minibatches = getattr(self.agent_config, "num_minibatches", None)
-        if minibatches and rollout_length % minibatches:
-            fail(self, field, f"divisible by {type(self.agent_config).__name__}.num_minibatches"
-                 f"={minibatches}", rollout_length)  # fmt: skip
+        if not minibatches:
+            return
+        owner = type(self.agent_config).__name__
+        if getattr(self.agent_config, "core", "none") != "none":
+            if envs_per_device % minibatches:
+                fail(self, envs_field, f"such that each device's {envs_per_device} envs are "
+                     f"divisible by {owner}.num_minibatches={minibatches} (a recurrent core's "
+                     "minibatches split the envs)")  # fmt: skip
+        elif rollout_length % minibatches:
+            fail(self, field, f"divisible by {owner}.num_minibatches={minibatches}",
+                 rollout_length)  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
         """The config as written to `config.json` (field order kept)."""
