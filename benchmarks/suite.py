@@ -40,10 +40,12 @@ class Task(NamedTuple):
     steps: int  # env steps per seed
     reference: float | None  # the peer's published final return at this budget
     source: str  # where the reference comes from
+    core: str = "none"  # the agent's recurrent core (its preset's otherwise), 64 units
 
     @property
     def name(self) -> str:
-        return f"{self.runtime}-{self.agent}-{self.env.split(':')[-1]}"
+        agent = self.agent if self.core == "none" else f"{self.agent}-{self.core}"
+        return f"{self.runtime}-{agent}-{self.env.split(':')[-1]}"
 
 
 GYMNAX_BLINES = "gymnax-blines PPO checkpoints"
@@ -63,6 +65,11 @@ TASKS = [
     *(Task("anakin", f"gymnax:{game}-MinAtar", agent, 10_000_000, None, "")
       for game in ("Breakout", "Asterix", "Freeway", "SpaceInvaders")
       for agent in ("pqn", "impala")),
+    # Partially observed: bsuite's MemoryChain rewards (+1/-1) at the end a bit seen only
+    # at the start, so a feed-forward policy is at chance (0) and a recurrent one can be 1.
+    *(Task(runtime, "gymnax:MemoryChain-bsuite", "ppo", 100_000, 1.0, "bsuite's optimum",
+           core)
+      for runtime in ("anakin", "sebulba") for core in ("none", "gru")),
 ]  # fmt: skip
 
 
@@ -70,6 +77,17 @@ def run_names(task: Task, seeds: int) -> list[str]:
     if task.runtime == "anakin":
         return [task.name]
     return [f"{task.name}-s{k}" for k in range(seeds)]
+
+
+def _run_env() -> dict[str, str]:
+    """The runs' environment: XLA:CPU's multi-threaded Eigen pool off. With it on, vmapped
+    multi-seed programs have deadlocked here in their first chunk (every thread parked on
+    a futex, 0% CPU; also reported with vmap graphs in PyAutoLabs/PyAutoFit#1528, where
+    this flag alone removed the hangs). Runs on accelerators ignore it."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "xla_cpu_multi_thread_eigen" not in flags:
+        flags = f"{flags} --xla_cpu_multi_thread_eigen=false".strip()
+    return {**os.environ, "XLA_FLAGS": flags}
 
 
 def train(task: Task, seeds: int, timeout: float) -> float:
@@ -84,6 +102,8 @@ def train(task: Task, seeds: int, timeout: float) -> float:
                  "--runs-root", RUNS, "--run-name", name, "--no-progress",
                  "--eval-interval", str(task.steps // 10), "--eval-episodes", "32",
                  "--checkpoint-interval", str(task.steps // 5)]  # fmt: skip
+        if task.core != "none":
+            flags += [f"--{task.agent}.core", task.core, f"--{task.agent}.core-size", "64"]
         if task.runtime == "anakin":
             flags += ["--num-seeds", str(seeds)]
         else:
@@ -93,15 +113,14 @@ def train(task: Task, seeds: int, timeout: float) -> float:
         print(f"== {task.name}: {task.runtime} {' '.join(flags)}", flush=True)
         command = [sys.executable, "-m", f"podracer.{task.runtime}.cli", *flags]
         try:
-            subprocess.run(command, check=True, timeout=timeout)
+            subprocess.run(command, check=True, timeout=timeout, env=_run_env())
         except subprocess.TimeoutExpired:
-            # XLA:CPU has been seen to deadlock in a run's first chunk (0% CPU, every
-            # thread in a futex wait; rare, not reproducible on rerun): the run is
-            # stopped and resumed once, from its newest checkpoint or from the start.
+            # Should a run still hang (see `_run_env`), it is stopped and resumed once,
+            # from its newest checkpoint or from the start.
             print(f"== {task.name}: no end after {timeout:.0f} s; resuming it once", flush=True)
             resume = ["--runs-root", RUNS, "--run-name", name, "--resume"]
             command = [sys.executable, "-m", f"podracer.{task.runtime}.cli", *resume]
-            subprocess.run(command, check=True, timeout=timeout)
+            subprocess.run(command, check=True, timeout=timeout, env=_run_env())
         open(os.path.join(run_dir, "finished"), "w").close()
     return time.perf_counter() - start
 

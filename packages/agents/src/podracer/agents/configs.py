@@ -114,7 +114,7 @@ class QLambdaConfig:
     # A recurrent core after the torso ("lstm" or "gru", core_size units; "none": a
     # feed-forward network). Minibatches of a recurrent agent split the envs, not time.
     core: Core = "none"
-    core_size: int = 128
+    core_size: int = 128  # units of the core (an LSTM has a cell and a hidden state of this size)
 
     def __post_init__(self):
         check_positive(self, "learning_rate", "reward_scale")
@@ -170,7 +170,7 @@ class ImpalaConfig:
     # A recurrent core after each torso ("lstm" or "gru", core_size units; "none": a
     # feed-forward network). The learner unrolls it from each trajectory's start state.
     core: Core = "none"
-    core_size: int = 128
+    core_size: int = 128  # units of the core (an LSTM has a cell and a hidden state of this size)
     # Continuous boxes (ignored for discrete actions): a diagonal Gaussian whose log-std
     # is a free parameter per dimension ("parameter", CleanRL's) or a head of the actor
     # ("network"), starting at init_log_std; its samples reach the env clipped to the box
@@ -222,7 +222,7 @@ class PPOConfig:
     # A recurrent core after each torso ("lstm" or "gru", core_size units; "none": a
     # feed-forward network). The learner unrolls it from each trajectory's start state.
     core: Core = "none"
-    core_size: int = 128
+    core_size: int = 128  # units of the core (an LSTM has a cell and a hidden state of this size)
     # Continuous boxes (ignored for discrete actions): a diagonal Gaussian whose log-std
     # is a free parameter per dimension ("parameter", CleanRL's) or a head of the actor
     # ("network"), starting at init_log_std; its samples reach the env clipped to the box
