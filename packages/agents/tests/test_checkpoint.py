@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from typing import NamedTuple
 
 import chex
 import jax
@@ -19,6 +20,7 @@ from podracer.agents import init_train_state
 from podracer.agents import make_qlambda
 from podracer.agents.runs import Checkpointer
 from podracer.agents.runs import CheckpointError
+from podracer.agents.runs import CheckpointMismatch
 from podracer.agents.runs import abstract_like
 from podracer.agents.runs import package_versions
 from podracer.agents.runs import to_jsonable
@@ -313,3 +315,35 @@ def test_a_checkpoint_of_another_format_is_refused_naming_it(tmp_path):
     manager.close()
     with Checkpointer(tmp_path) as ckpt, pytest.raises(CheckpointError, match="format 1"):
         ckpt.restore(tiny(0.0))
+
+
+class _OldState(NamedTuple):  # a runtime state as older code saved it
+    env: jax.Array
+
+
+class _NewState(NamedTuple):  # ... and as newer code holds it: a field without arrays added
+    env: jax.Array
+    core: tuple = ()
+
+
+class _OtherState(NamedTuple):  # ... or with a field that holds arrays
+    env: jax.Array
+    extra: jax.Array
+
+
+def test_a_field_added_without_arrays_restores_from_older_checkpoints(tmp_path):
+    with Checkpointer(tmp_path) as ckpt:
+        ckpt.save(1, tiny(1.0), {}, runtime=_OldState(jnp.arange(3)))
+        _, runtime, _ = ckpt.restore(tiny(0.0), _NewState(jnp.zeros(3, jnp.int32)))
+    assert isinstance(runtime, _NewState) and runtime.core == ()
+    np.testing.assert_array_equal(runtime.env, [0, 1, 2])
+
+
+def test_a_sound_checkpoint_of_another_structure_is_refused_and_kept(tmp_path):
+    with Checkpointer(tmp_path) as ckpt:
+        ckpt.save(1, tiny(1.0), {}, runtime=_OldState(jnp.arange(3)))
+        other = _OtherState(jnp.zeros(3, jnp.int32), jnp.zeros(2))
+        fields = r"fields \['env'\], this code's \['env', 'extra'\]"
+        with pytest.raises(CheckpointMismatch, match=fields):
+            ckpt.restore_newest(tiny(0.0), other)
+        assert ckpt.all_steps() == [1] and not (tmp_path / "1.corrupt").exists()

@@ -43,6 +43,7 @@ _NAMES = {
     ],
     "checkpoint": [
         "CheckpointError",
+        "CheckpointMismatch",
         "Checkpointer",
         "abstract_like",
         "package_versions",

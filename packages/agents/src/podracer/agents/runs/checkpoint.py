@@ -13,7 +13,10 @@ holding three items:
 Orbax writes each step into a temporary folder and renames it when complete, so a
 process killed mid-save leaves the previous checkpoint loadable. A checkpoint that still
 fails to restore (a truncated file, garbled metadata) is reported, moved aside to
-`<step>.corrupt` (kept for inspection, never deleted) and the next older one is tried.
+`<step>.corrupt` (kept for inspection, never deleted) and the next older one is tried;
+one that reads but holds another structure (other code wrote it) fails as it is, and a
+field newer code added without arrays in it (a feed-forward agent's empty core state)
+restores from checkpoints that predate it.
 Restoring into abstract targets with shardings places every array where the caller
 wants it: a checkpoint saved from N devices restores onto M.
 """
@@ -69,6 +72,33 @@ def _abstract(target: Any) -> Any:
 
 class CheckpointError(RuntimeError):
     """A checkpoint that exists but cannot be restored (the message names its path)."""
+
+
+class CheckpointMismatch(CheckpointError):
+    """A readable checkpoint whose state is not shaped like the target's: it was written
+    by other code (or another agent), not damaged, so it is never moved aside."""
+
+
+def _with_added_fields(target: Any, saved: Any) -> tuple[Any, Callable[[Any], Any]]:
+    """`(what to restore, rebuild)` for a NamedTuple `target` against the on-disk tree
+    `saved` (a dict of its fields): fields that newer code added and that hold no arrays
+    (a feed-forward agent's `core=()`, say) are absent from older checkpoints, so they
+    are left out of the restore and put back by `rebuild`. Any other difference in the
+    fields raises `CheckpointMismatch` naming them."""
+    if not (hasattr(target, "_fields") and isinstance(saved, dict)):
+        return target, lambda restored: restored
+    added = [f for f in target._fields if f not in saved]
+    missing = sorted(set(saved) - set(target._fields))
+    holding = [f for f in added if jax.tree.leaves(getattr(target, f))]
+    if missing or holding:
+        raise CheckpointMismatch(
+            f"the saved state has fields {sorted(saved)}, this code's {list(target._fields)}"
+        )
+    if not added:
+        return target, lambda restored: restored
+    kept = {f: getattr(target, f) for f in target._fields if f not in added}
+    defaults = {f: getattr(target, f) for f in added}
+    return kept, lambda restored: type(target)(**restored, **defaults)
 
 
 def _drop_untracked_save_warning(record) -> bool:
@@ -199,13 +229,24 @@ class Checkpointer:
         meta = self.metadata(step)
         target = None if train is None else _abstract(train)
         items = dict(train=ocp.args.StandardRestore(target))
+        rebuild = lambda restored: restored  # noqa: E731
         if runtime is not None:
-            items["runtime"] = ocp.args.StandardRestore(_abstract(runtime))
+            try:
+                saved = self._manager.item_metadata(step)["runtime"].tree
+                runtime, rebuild = _with_added_fields(_abstract(runtime), saved)
+            except CheckpointMismatch as e:
+                raise CheckpointMismatch(f"{self.path(step)}: {e}") from e
+            except Exception:  # noqa: BLE001 - unreadable metadata: the restore reports it
+                runtime = _abstract(runtime)
+            items["runtime"] = ocp.args.StandardRestore(runtime)
         try:
             restored = self._manager.restore(step, args=ocp.args.Composite(**items))
         except Exception as e:  # noqa: BLE001 - reported with the path
-            raise CheckpointError(f"{self.path(step)}: {_first_line(e)}") from e
-        return restored.train, (restored.runtime if runtime is not None else None), meta
+            # Orbax's word for a readable checkpoint of another structure.
+            kind = CheckpointMismatch if "structures do not match" in str(e) else CheckpointError
+            raise kind(f"{self.path(step)}: {_first_line(e)}") from e
+        runtime = rebuild(restored.runtime) if runtime is not None else None
+        return restored.train, runtime, meta
 
     def restore_as_saved(self, step: int | None = None) -> tuple[Any, dict[str, Any]]:
         """`(train, metadata)` of `step` with no target: the train state as the run saved it
@@ -236,10 +277,13 @@ class Checkpointer:
     ) -> tuple[int, Any, Any, dict[str, Any]] | None:
         """The newest checkpoint that restores, as `(step, train, runtime, metadata)`;
         None when there is none. Each one that fails is passed to `on_skip` and (with
-        `move_aside`, process 0 of a run) renamed to `<step>.corrupt`."""
+        `move_aside`, process 0 of a run) renamed to `<step>.corrupt`; a
+        `CheckpointMismatch` (sound files, another structure) is raised as it is."""
         for step in sorted(self._manager.all_steps(), reverse=True):
             try:
                 return (step, *self.restore(train, runtime, step))
+            except CheckpointMismatch:
+                raise
             except CheckpointError as e:
                 on_skip(step, e)
                 if move_aside:
