@@ -79,17 +79,6 @@ def run_names(task: Task, seeds: int) -> list[str]:
     return [f"{task.name}-s{k}" for k in range(seeds)]
 
 
-def _run_env() -> dict[str, str]:
-    """The runs' environment: XLA:CPU's multi-threaded Eigen pool off. With it on, vmapped
-    multi-seed programs have deadlocked here in their first chunk (every thread parked on
-    a futex, 0% CPU; also reported with vmap graphs in PyAutoLabs/PyAutoFit#1528, where
-    this flag alone removed the hangs). Runs on accelerators ignore it."""
-    flags = os.environ.get("XLA_FLAGS", "")
-    if "xla_cpu_multi_thread_eigen" not in flags:
-        flags = f"{flags} --xla_cpu_multi_thread_eigen=false".strip()
-    return {**os.environ, "XLA_FLAGS": flags}
-
-
 def train(task: Task, seeds: int, timeout: float) -> float:
     """Trains (or resumes) the task's runs; returns the wall seconds spent here."""
     start = time.perf_counter()
@@ -113,14 +102,16 @@ def train(task: Task, seeds: int, timeout: float) -> float:
         print(f"== {task.name}: {task.runtime} {' '.join(flags)}", flush=True)
         command = [sys.executable, "-m", f"podracer.{task.runtime}.cli", *flags]
         try:
-            subprocess.run(command, check=True, timeout=timeout, env=_run_env())
+            subprocess.run(command, check=True, timeout=timeout)
         except subprocess.TimeoutExpired:
-            # Should a run still hang (see `_run_env`), it is stopped and resumed once,
-            # from its newest checkpoint or from the start.
+            # XLA:CPU has deadlocked in a run's first chunk (0% CPU, every thread on a
+            # futex; `podracer.agents.runs.cli.avoid_cpu_scheduler_deadlock`, which the
+            # command lines apply, removed the case found). Should one still hang, it is
+            # stopped and resumed once, from its newest checkpoint or from the start.
             print(f"== {task.name}: no end after {timeout:.0f} s; resuming it once", flush=True)
             resume = ["--runs-root", RUNS, "--run-name", name, "--resume"]
             command = [sys.executable, "-m", f"podracer.{task.runtime}.cli", *resume]
-            subprocess.run(command, check=True, timeout=timeout, env=_run_env())
+            subprocess.run(command, check=True, timeout=timeout)
         open(os.path.join(run_dir, "finished"), "w").close()
     return time.perf_counter() - start
 
