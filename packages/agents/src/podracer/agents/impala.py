@@ -22,7 +22,7 @@ from podracer.agents import returns
 from podracer.agents.configs import ImpalaConfig
 from podracer.agents.learn import make_optimizer
 from podracer.agents.learn import sgd_update
-from podracer.agents.networks import initial_core
+from podracer.agents.networks import core_initializer
 from podracer.agents.networks import make_actor_critic
 from podracer.agents.normalization import VALUE_KEY
 from podracer.agents.normalization import frozen_statistics
@@ -53,7 +53,6 @@ def make_impala(
     if config.normalize_observations or config.normalize_values:
         optimizer = frozen_statistics(optimizer)
     recurrent = config.core != "none"
-    towers = 2 if config.separate_critic else 1
     forward, forward_all = act_step(apply, recurrent), unroll(apply, recurrent)
 
     def act(params, key, observation, step=0, core=None, first=None):
@@ -148,5 +147,5 @@ def make_impala(
         loss=loss,
         optimizer=optimizer,
         update=updating_statistics(update, config.normalize_observations),
-        initial_core=lambda n: initial_core(config.core, config.core_size, towers, n),
+        initial_core=core_initializer(net),
     )

@@ -236,6 +236,13 @@ def initial_core(kind: str, size: int, towers: int, batch: int):
     return tuple((zeros, zeros) if kind == "lstm" else zeros for _ in range(towers))
 
 
+def core_initializer(net: nn.Module):
+    """`initial_core(batch)` of an actor-critic or Q-network `net`: the zero state of its
+    cores (one per tower), () when it has none; what agents give as `Agent.initial_core`."""
+    towers = getattr(net, "num_towers", 1)
+    return lambda batch: initial_core(net.core, net.core_size, towers, batch)
+
+
 def _one_step(unroll, observation, core, observation_ndim: int, initial):
     """`unroll(observation [1, N], first [1, N], core [N])` as one step over any leading
     dims of `observation` (a batch, or [T, B] of final observations), from `core` shaped

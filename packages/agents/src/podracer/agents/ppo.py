@@ -26,7 +26,7 @@ from podracer.agents.configs import PPOConfig
 from podracer.agents.learn import annealed
 from podracer.agents.learn import make_optimizer
 from podracer.agents.learn import minibatch_update
-from podracer.agents.networks import initial_core
+from podracer.agents.networks import core_initializer
 from podracer.agents.networks import make_actor_critic
 from podracer.agents.normalization import VALUE_KEY
 from podracer.agents.normalization import frozen_statistics
@@ -76,7 +76,6 @@ def make_ppo(
     if config.normalize_observations or config.normalize_values:
         optimizer = frozen_statistics(optimizer)
     recurrent = config.core != "none"
-    towers = 2 if config.separate_critic else 1
     forward, forward_all = act_step(apply, recurrent), unroll(apply, recurrent)
 
     def act(params, key, observation, step=0, core=None, first=None):
@@ -180,5 +179,5 @@ def make_ppo(
         optimizer=optimizer,
         # Observation statistics merge after the update: its loss saw what the actors saw.
         update=updating_statistics(update, config.normalize_observations),
-        initial_core=lambda n: initial_core(config.core, config.core_size, towers, n),
+        initial_core=core_initializer(net),
     )

@@ -31,7 +31,7 @@ from podracer.agents.learn import annealed
 from podracer.agents.learn import make_optimizer
 from podracer.agents.learn import minibatch_update
 from podracer.agents.networks import QNetwork
-from podracer.agents.networks import initial_core
+from podracer.agents.networks import core_initializer
 from podracer.agents.networks import resolve_torso
 from podracer.agents.policy import epsilon_greedy
 from podracer.agents.policy import select
@@ -152,5 +152,5 @@ def make_qlambda(
         loss=loss,
         optimizer=optimizer,
         update=update,
-        initial_core=lambda n: initial_core(config.core, config.core_size, 1, n),
+        initial_core=core_initializer(net),
     )
