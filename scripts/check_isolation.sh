@@ -23,7 +23,7 @@ for entry in "${packages[@]}"; do
   # pytest and pytest-xdist come from the package's own dev group.
   rc=0
   UV_PROJECT_ENVIRONMENT="$venv" uv run --no-sync --package "podracer-$p" \
-    pytest -q -n 2 -p no:cacheprovider -m "not slow" "${tests[@]}" || rc=$?
+    pytest -q -n 2 --dist worksteal -p no:cacheprovider -m "not slow" "${tests[@]}" || rc=$?
   # pytest exits 5 when a package has no tests collected yet.
   if [ $rc -ne 0 ] && [ $rc -ne 5 ]; then exit $rc; fi
 done

@@ -5,4 +5,4 @@ cd "$(dirname "$0")/.."
 command -v uv >/dev/null 2>&1 || python3 -m pip install --quiet "uv>=0.8"
 export UV_PYTHON_DOWNLOADS=never
 uv sync --locked --all-packages --all-extras --quiet
-uv run --no-sync pytest -n 2 "$@"
+uv run --no-sync pytest -n 2 --dist worksteal "$@"

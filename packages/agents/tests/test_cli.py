@@ -71,6 +71,7 @@ def test_a_family_without_a_preset_uses_the_agents_defaults(toy_preset):
         parse("--agent", "ppo", "--preset", "atari")
 
 
+@pytest.mark.slow
 def test_a_config_file_reruns_a_runs_exact_config(tmp_path, toy_train):
     original, _ = parse(
         "--agent", "qlambda", "--qlambda.lambda_", "0.5", "--seed", "7",

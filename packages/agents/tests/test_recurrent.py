@@ -147,6 +147,7 @@ def test_q_networks_act_step_by_step_as_they_unroll(config):
     assert any(changed)  # the core learns
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["ppo-lstm", "impala-gru"])
 def test_recurrent_updates_learn_with_minibatches_of_whole_sequences(name):
     agent_name, spec, config = ACTOR_CRITICS[name]

@@ -151,6 +151,7 @@ def run_signalled(tmp_path, *signals, pause=0.05):
     )  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
 def test_a_signal_ends_the_run_after_the_step_with_a_checkpoint(tmp_path, name):
     child = run_signalled(tmp_path, name)
@@ -163,6 +164,7 @@ def test_a_signal_ends_the_run_after_the_step_with_a_checkpoint(tmp_path, name):
     assert "Resume with: toy --run-name toy --runs-root" in child.stderr
 
 
+@pytest.mark.slow
 def test_a_second_signal_exits_at_once(tmp_path):
     child = run_signalled(tmp_path, "SIGTERM", "SIGTERM", pause=5.0)  # both within a step
     assert child.returncode == 128 + signal.SIGTERM, child.stderr[-2000:]

@@ -42,6 +42,7 @@ def anakin(*args, **kwargs):
     )  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
 def test_a_signal_ends_with_a_checkpoint_and_the_resumed_run_equals_an_uninterrupted_one(
     tmp_path, name

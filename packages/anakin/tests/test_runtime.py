@@ -83,6 +83,7 @@ def test_run_writes_config_metrics_and_evaluates(tmp_path):
     assert result.env_steps == 480 and not math.isnan(result.sps)
 
 
+@pytest.mark.slow
 def test_replay_fills_wraps_and_learns_from_samples():
     env = make("catch")
     agent = make_agent("muzero", env.spec, TINY_MUZERO)
@@ -116,7 +117,10 @@ RECURRENT = {
 }
 
 
-@pytest.mark.parametrize("agent", ["qlambda", "ppo", "muzero", *RECURRENT])
+@pytest.mark.parametrize(
+    "agent",
+    ["qlambda", "ppo", *(pytest.param(a, marks=pytest.mark.slow) for a in ["muzero", *RECURRENT])],
+)
 def test_resume_is_bit_exact(tmp_path, agent):
     agent_config = TINY_MUZERO if agent == "muzero" else RECURRENT.get(agent)
     agent = agent.split("-")[0]

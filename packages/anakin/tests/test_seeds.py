@@ -27,7 +27,7 @@ def learning(rows):
     ]
 
 
-@pytest.mark.parametrize("agent", ["qlambda", "ppo"])
+@pytest.mark.parametrize("agent", ["qlambda", pytest.param("ppo", marks=pytest.mark.slow)])
 def test_seed_k_of_a_multi_seed_run_is_the_run_with_seed_plus_k(tmp_path, agent):
     multi = train(tiny(tmp_path, agent=agent, seed=10, num_seeds=3, run_name="multi"))
     for k in (0, 2):

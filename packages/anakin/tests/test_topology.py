@@ -6,6 +6,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 SCRIPT = textwrap.dedent(
     """
     import jax, numpy as np
@@ -35,6 +37,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_same_run_on_1_2_4_devices():
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
     out = subprocess.run(
@@ -76,6 +79,7 @@ REPLAY_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_local_replay_on_2_devices():
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
     out = subprocess.run(

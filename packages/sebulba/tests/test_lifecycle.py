@@ -39,6 +39,7 @@ def rows(run):
     return [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
 def test_a_signal_ends_with_a_checkpoint_and_the_run_resumes_from_it(tmp_path, name):
     root, run = str(tmp_path), tmp_path / "sig"

@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 SCRIPT = r"""
 import json
 import jax
@@ -36,6 +38,7 @@ print("RESULT", json.dumps({
 """
 
 
+@pytest.mark.slow
 def test_actor_on_device_0_learners_on_1_to_3():
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4",
            "JAX_PLATFORMS": "cpu"}  # fmt: skip
