@@ -62,6 +62,8 @@ def test_chunk_compiles_once_and_counts_updates():
         state, metrics = chunk(state)
     assert chunk.traces == 1
     assert int(state.train.update_step) == 15
+    # The jitted chunk's HLO, for profiles (benchmarks/profile_chunk.py), from its trace.
+    assert "while" in chunk.lower(state).as_text() and chunk.traces == 1
     # Catch episodes last exactly 9 steps; 15 updates x 4 steps x 8 envs = 480 steps.
     assert float(metrics.episode_length_sum) == 9.0 * float(metrics.episode_count)
     assert np.isfinite(float(metrics.losses["losses/value"]))

@@ -260,7 +260,8 @@ def _jit_with_state_shardings(fn, mesh: Mesh, num_seeds: int = 1):
     Pinning matters: on a 1-device mesh jit would return `P()` for sharded inputs, and
     the second call would compile again. The jitted function is built on first use,
     when the state's structure is known; the input state is donated. `call.traces`
-    counts how often it was traced (1 in a steady run).
+    counts how often it was traced (1 in a steady run); `call.lower(state)` is the
+    jitted function's `Lowered` (its HLO, for profiles: benchmarks/profile_chunk.py).
     """
     cache = {}
 
@@ -268,7 +269,7 @@ def _jit_with_state_shardings(fn, mesh: Mesh, num_seeds: int = 1):
         call.traces += 1  # runs once per trace: a public recompilation counter for tests
         return fn(state)
 
-    def call(state):
+    def jitted(state):
         if "jit" not in cache:
             shardings = state_shardings(mesh, state, num_seeds)
             cache["jit"] = jax.jit(
@@ -277,9 +278,13 @@ def _jit_with_state_shardings(fn, mesh: Mesh, num_seeds: int = 1):
                 out_shardings=(shardings, NamedSharding(mesh, P())),
                 donate_argnums=0,
             )
-        return cache["jit"](state)
+        return cache["jit"]
+
+    def call(state):
+        return jitted(state)(state)
 
     call.traces = 0
+    call.lower = lambda state: jitted(state).lower(state)
     return call
 
 
