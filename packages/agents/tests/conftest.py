@@ -247,8 +247,9 @@ TOY_SPEC = EnvSpec("toy", (1,), "float32", 2)
 TOY_STEPS = 10  # env steps per loop step
 
 
-def toy_train(config: RunConfig, pause: float = 0.0) -> RunResult:
-    """A runtime whose loop step adds 1 to its state; `pause` seconds per step."""
+def toy_train(config: RunConfig, pause: float | list[float] = 0.0) -> RunResult:
+    """A runtime whose loop step adds 1 to its state; `pause` seconds per step (or step
+    k's pause from a list)."""
     with Run.open(config, "toy") as run:
         train = {"w": np.zeros(2, np.float32)}
         restored = run.restore(TOY_SPEC, train=train, runtime={"t": np.zeros((), np.int32)})
@@ -256,7 +257,7 @@ def toy_train(config: RunConfig, pause: float = 0.0) -> RunResult:
             train = restored.train
         run.begin(TOY_SPEC, "looping")
         while run.running():
-            time.sleep(pause)
+            time.sleep(pause[run.step] if isinstance(pause, list) else pause)
             train = {"w": train["w"] + 1}
             run.advance(TOY_STEPS)
             if run.due("log"):

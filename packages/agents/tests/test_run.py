@@ -45,6 +45,12 @@ def test_a_run_writes_its_config_metrics_and_final_checkpoint(tmp_path, toy_trai
     assert final_return(result, last=2) == 4.5
 
 
+def test_compile_time_is_the_first_step_beyond_a_typical_one(tmp_path, toy_train):
+    # Step 1 compiles; the last one also evaluates and saves, which is not compiling.
+    result = toy_train(toy(tmp_path), pause=[0.6, 0.01, 0.01, 0.01, 0.6])
+    assert 0.5 < result.compile_seconds < 0.7, result.compile_seconds
+
+
 def test_without_a_name_the_run_gets_a_new_one(tmp_path, toy_train):
     first = toy_train(toy(tmp_path, run_name=None, seed=3))
     second = toy_train(toy(tmp_path, run_name=None, seed=3))

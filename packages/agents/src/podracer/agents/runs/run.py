@@ -63,7 +63,7 @@ class RunResult(NamedTuple):
     env_steps: int  # env steps of the whole run, resumed sessions included
     steps: int  # loop steps of the whole run (Anakin chunks, Sebulba updates)
     sps: float  # env steps per second after the first (compiling) loop step
-    compile_seconds: float  # the first loop step's time beyond a steady one
+    compile_seconds: float  # the first loop step's time beyond a typical (median) one
     interrupted: bool  # stopped by SIGINT/SIGTERM (a final checkpoint was written)
     run_dir: str  # the run directory
 
@@ -402,7 +402,10 @@ class Run:
             if len(self._durations) > 1:
                 # Wall time after the first step (compile), evaluations and logging included.
                 sps = (self.env_steps - first_steps) / max(self._end - first_end, 1e-9)
-                compile_seconds = max(0.0, self._durations[0] - float(np.mean(self._durations[1:])))
+                # Beyond a typical step: the median, as steps that also evaluate or save
+                # would pull a mean up (to 0 compile on short runs).
+                typical = float(np.median(self._durations[1:]))
+                compile_seconds = max(0.0, self._durations[0] - typical)
             else:
                 sps = (self.env_steps - self._restored_env_steps()) / max(self._durations[0], 1e-9)
         if self.interrupted and self.is_writer:
