@@ -102,14 +102,16 @@ def main() -> None:
           f"{config.updates_per_chunk} updates per chunk")  # fmt: skip
     _, program = build(config, make_env(config))
     state = program.init(jax.random.PRNGKey(config.seed))
-    hlo = program.chunk.lower(state).compile().as_text()
-    state, metrics = program.chunk(state)  # compile and warm up
+    # Compiled once, here; its HLO names the ops the trace records.
+    chunk = program.chunk.lower(state).compile()
+    hlo = chunk.as_text()
+    state, metrics = chunk(state)  # warm up
     jax.block_until_ready(metrics)
 
     trace_dir = tempfile.mkdtemp(prefix="profile-chunk-")
     with jax.profiler.trace(trace_dir):
         for _ in range(args.repeats):
-            state, metrics = program.chunk(state)
+            state, metrics = chunk(state)
         jax.block_until_ready(metrics)
     if args.save_hlo:
         with open(os.path.join(trace_dir, "chunk.hlo.txt"), "w") as f:
