@@ -1,6 +1,7 @@
 """Torsos and heads: preprocessing, layouts, shapes, the separate critic and the Gaussian
 actor-critic of continuous boxes."""
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -14,6 +15,7 @@ from podracer.agents import QNetwork
 from podracer.agents import Torso
 from podracer.agents import preprocess
 from podracer.agents.networks import LOG_STD_BOUNDS
+from podracer.agents.networks import Conv
 from podracer.agents.networks import GaussianActorCritic
 from podracer.agents.networks import Head
 from podracer.agents.networks import make_actor_critic
@@ -90,6 +92,32 @@ def test_nature_cnn_shapes_on_atari_frames():
     assert q.shape == (2, 6)
     torso = params["params"]["Torso_0"]["NatureCNN_0"]
     assert torso["Dense_0"]["kernel"].shape == (7 * 7 * 64, 512)  # 84 -> 20 -> 9 -> 7
+
+
+@pytest.mark.parametrize(
+    "kernel, strides, padding, shape",
+    [((3, 3), (1, 1), "VALID", (5, 10, 10, 4)),  # MinAtar's
+     ((8, 8), (4, 4), "VALID", (2, 36, 36, 4)),  # the Nature CNN's first
+     ((3, 3), (1, 1), "SAME", (3, 9, 9, 8)),  # the IMPALA ResNet's
+     ((3, 3), (2, 2), ((1, 0), (0, 2)), (2, 7, 8, 3))],
+)  # fmt: skip
+def test_conv_matches_flax_conv_in_values_and_gradients(kernel, strides, padding, shape):
+    x = jax.random.normal(jax.random.key(1), shape)
+    reference = nn.Conv(6, kernel, strides, padding=padding)
+    conv = Conv(6, kernel, strides, padding=padding)
+    params = reference.init(jax.random.key(0), x)
+    assert jax.tree.structure(params) == jax.tree.structure(conv.init(jax.random.key(0), x))
+
+    def loss(net):
+        return jax.jit(jax.value_and_grad(lambda p: jnp.sum(jnp.sin(net.apply(p, x)))))
+
+    (want, want_grads), (got, got_grads) = loss(reference)(params), loss(conv)(params)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    for g, w in zip(jax.tree.leaves(got_grads), jax.tree.leaves(want_grads), strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+    # On CPU the convolution is gone from the compiled program: matmuls only.
+    hlo = loss(conv).lower(params).compile().as_text()
+    assert " convolution(" not in hlo and " dot(" in hlo
 
 
 @pytest.mark.parametrize("separate_critic", [False, True])

@@ -10,6 +10,11 @@ Observations are preprocessed inside the network (uint8 frames to [0, 1] floats)
 actors can ship raw uint8 frames to devices: a quarter of the bytes of float32.
 Frames arrive channels-first from envpool (`[C, H, W]`, stacked frames as channels) and
 are transposed to NHWC here.
+
+Convolutions lower, on CPU only, to one matmul over the input's patches (`Conv`):
+XLA:CPU's convolution kernels, and their gradients above all, are several times slower
+than its matmul for the small frames RL uses (PQN's MinAtar torso: 5x for a gradient
+step). Accelerators keep XLA's convolution; the parameters are `nn.Conv`'s either way.
 """
 
 from __future__ import annotations
@@ -27,6 +32,52 @@ from podracer.agents.validation import ConfigError
 from podracer.envs import EnvSpec
 
 _NATURE_CNN_MIN_SIZE = 36  # the smallest frame its three VALID convolutions accept
+
+
+def _conv_as_matmul(
+    lhs,
+    rhs,
+    window_strides,
+    padding,
+    lhs_dilation=None,
+    rhs_dilation=None,
+    dimension_numbers=None,
+    feature_group_count=1,
+    precision=None,
+):
+    """`lax.conv_general_dilated` for `nn.Conv`'s NHWC x HWIO layout as im2col: one
+    strided slice per kernel tap, concatenated on channels, then one matmul."""
+    kernel = rhs.shape[:-2]
+    if (
+        lhs.ndim != 4
+        or feature_group_count != 1
+        or any(d not in (None, 1) for d in (*(lhs_dilation or ()), *(rhs_dilation or ())))
+    ):
+        return jax.lax.conv_general_dilated(
+            lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+            dimension_numbers, feature_group_count, precision=precision)  # fmt: skip
+    if isinstance(padding, str):
+        padding = jax.lax.padtype_to_pads(lhs.shape[1:3], kernel, window_strides, padding)
+    x = jnp.pad(lhs, ((0, 0), *padding, (0, 0)))
+    (sh, sw), (kh, kw) = window_strides, kernel
+    out_h, out_w = (x.shape[1] - kh) // sh + 1, (x.shape[2] - kw) // sw + 1
+    patches = jnp.concatenate([
+        x[:, i : i + sh * (out_h - 1) + 1 : sh, j : j + sw * (out_w - 1) + 1 : sw]
+        for i in range(kh) for j in range(kw)], axis=-1)  # fmt: skip
+    return jnp.dot(patches, rhs.reshape(-1, rhs.shape[-1]), precision=precision)
+
+
+def _conv(lhs, rhs, *args, **kwargs):
+    # Chosen when lowering, per platform: a Sebulba actor on the host's CPU and its
+    # learner on an accelerator each get their own.
+    return jax.lax.platform_dependent(
+        lhs, rhs, cpu=lambda x, w: _conv_as_matmul(x, w, *args, **kwargs),
+        default=lambda x, w: jax.lax.conv_general_dilated(x, w, *args, **kwargs))  # fmt: skip
+
+
+def Conv(*args, **kwargs) -> nn.Conv:
+    """`nn.Conv` (same parameters) computed as a matmul on CPU: see the module doc."""
+    return nn.Conv(*args, conv_general_dilated=_conv, **kwargs)
 
 
 def _orthogonal(scale: float) -> nn.initializers.Initializer:
@@ -88,9 +139,9 @@ class NatureCNN(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         init = _orthogonal(np.sqrt(2))
-        x = nn.relu(nn.Conv(32, (8, 8), (4, 4), padding="VALID", kernel_init=init)(x))
-        x = nn.relu(nn.Conv(64, (4, 4), (2, 2), padding="VALID", kernel_init=init)(x))
-        x = nn.relu(nn.Conv(64, (3, 3), (1, 1), padding="VALID", kernel_init=init)(x))
+        x = nn.relu(Conv(32, (8, 8), (4, 4), padding="VALID", kernel_init=init)(x))
+        x = nn.relu(Conv(64, (4, 4), (2, 2), padding="VALID", kernel_init=init)(x))
+        x = nn.relu(Conv(64, (3, 3), (1, 1), padding="VALID", kernel_init=init)(x))
         x = x.reshape(x.shape[:-3] + (-1,))
         return nn.relu(nn.Dense(512, kernel_init=init)(x))
 
@@ -105,7 +156,7 @@ class MinAtarCNN(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         init = nn.initializers.he_normal()
-        x = nn.Conv(16, (3, 3), (1, 1), padding="VALID", kernel_init=init)(x)
+        x = Conv(16, (3, 3), (1, 1), padding="VALID", kernel_init=init)(x)
         x = nn.relu(_normalize(x, self.layer_norm)).reshape(x.shape[:-3] + (-1,))
         x = nn.Dense(self.hidden_size, kernel_init=init)(x)
         return nn.relu(_normalize(x, self.layer_norm))
@@ -116,8 +167,8 @@ class _ResidualBlock(nn.Module):
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
-        y = nn.Conv(self.channels, (3, 3))(nn.relu(x))
-        y = nn.Conv(self.channels, (3, 3))(nn.relu(y))
+        y = Conv(self.channels, (3, 3))(nn.relu(x))
+        y = Conv(self.channels, (3, 3))(nn.relu(y))
         return x + y
 
 
@@ -130,7 +181,7 @@ class ImpalaResNet(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         for c in self.channels:
-            x = nn.Conv(c, (3, 3))(x)
+            x = Conv(c, (3, 3))(x)
             x = nn.max_pool(x, (3, 3), strides=(2, 2), padding="SAME")
             x = _ResidualBlock(c)(x)
             x = _ResidualBlock(c)(x)
