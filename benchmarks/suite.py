@@ -49,6 +49,15 @@ class Task(NamedTuple):
 
 
 GYMNAX_BLINES = "gymnax-blines PPO checkpoints"
+# PPO at 1e7 steps: PureJaxRL's README plot for Breakout; for the others gymnax-blines'
+# curve of its shipped config (lr 5e-4, one seed), read off its docs/lcurves.png.
+_BLINES_CURVE = "gymnax-blines' PPO curve, read off its plot"
+MINATAR_REFERENCES = {
+    "Breakout": (40.0, "PureJaxRL's README plot"),
+    "Asterix": (15.0, _BLINES_CURVE),
+    "Freeway": (58.0, _BLINES_CURVE),
+    "SpaceInvaders": (130.0, _BLINES_CURVE),
+}
 TASKS = [
     *(Task("anakin", f"gymnax:{env}", agent, 500_000, ref, GYMNAX_BLINES)
       for env, ref in (("CartPole-v1", 500.0), ("Acrobot-v1", -80.0), ("MountainCar-v0", -118.0))
@@ -59,12 +68,8 @@ TASKS = [
            GYMNAX_BLINES)
       for env, ref in (("CartPole-v1", 500.0), ("Acrobot-v1", -80.0), ("MountainCar-v0", -118.0))
       for agent in ("impala", "ppo", "muzero")),
-    Task("anakin", "gymnax:Breakout-MinAtar", "ppo", 10_000_000, 40.0, "PureJaxRL's README plot"),
-    *(Task("anakin", f"gymnax:{game}-MinAtar", "ppo", 10_000_000, None, "")
-      for game in ("Asterix", "Freeway", "SpaceInvaders")),
-    *(Task("anakin", f"gymnax:{game}-MinAtar", agent, 10_000_000, None, "")
-      for game in ("Breakout", "Asterix", "Freeway", "SpaceInvaders")
-      for agent in ("pqn", "impala")),
+    *(Task("anakin", f"gymnax:{game}-MinAtar", agent, 10_000_000, *MINATAR_REFERENCES[game])
+      for agent in ("ppo", "pqn", "impala") for game in MINATAR_REFERENCES),
     # Partially observed: bsuite's MemoryChain rewards (+1/-1) at the end a bit seen only
     # at the start, so a feed-forward policy is at chance (0) and a recurrent one can be 1.
     *(Task(runtime, "gymnax:MemoryChain-bsuite", "ppo", 100_000, 1.0, "bsuite's optimum",
@@ -128,7 +133,9 @@ def summarize(task: Task, seeds: int) -> dict:
         target = os.path.join(out, name)
         os.makedirs(target, exist_ok=True)
         for file in ("config.json", "metrics.jsonl"):
-            shutil.copy(os.path.join(RUNS, name, file), os.path.join(target, file))
+            source = os.path.join(RUNS, name, file)
+            if os.path.exists(source) or not os.path.exists(os.path.join(target, file)):
+                shutil.copy(source, os.path.join(target, file))  # else: the committed copy
         runs.append(target)
     result = plot.plot_runs(runs, out=out, aggregate="iqm", target=task.reference, show_seeds=True)
     os.replace(
@@ -207,6 +214,9 @@ def main() -> None:
     parser.add_argument("--tasks", nargs="*", help="task names (default: all)")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--force", action="store_true", help="rerun tasks already summarised")
+    parser.add_argument("--resummarize", action="store_true",
+                        help="recompute the summaries of tasks already run (from runs/suite, "
+                        "else the committed records): after a reference changed")  # fmt: skip
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--timeout", type=float, default=3600.0,
                         help="seconds per run before it is stopped and resumed once")
@@ -220,7 +230,11 @@ def main() -> None:
         parser.error(f"unknown tasks {unknown}; --list shows them")
     for task in [known[n] for n in args.tasks] if args.tasks else TASKS:
         done = os.path.join(RESULTS, task.name, "summary.json")
-        if os.path.exists(done) and not args.force:
+        if os.path.exists(done) and args.resummarize:
+            with open(done) as f:
+                summarize(task, json.load(f)["seeds"])
+            continue
+        if os.path.exists(done) and not args.force or args.resummarize:
             continue
         if args.force:
             for name in run_names(task, args.seeds):
