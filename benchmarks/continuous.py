@@ -82,8 +82,8 @@ def run_sebulba(task: Task, name: str, root: str, seed: int, steps: int | None) 
 
 def last_evals(paths: list[str]) -> list[float]:
     """The last greedy evaluation of each seed."""
-    from podracer.agents.tools.aggregate import load_runs
     from podracer.agents.tools.aggregate import series
+    from podracer.agents.tools.records import load_runs
 
     values = []
     for run in load_runs(paths):

@@ -125,6 +125,7 @@ def summarize(task: Task, seeds: int) -> dict:
     """Copies the runs' records into the results, draws the curve, computes the summary."""
     from podracer.agents.tools import aggregate
     from podracer.agents.tools import plot
+    from podracer.agents.tools import records
 
     out = os.path.join(RESULTS, task.name)
     os.makedirs(out, exist_ok=True)
@@ -139,7 +140,7 @@ def summarize(task: Task, seeds: int) -> dict:
         runs.append(target)
     result = plot.plot_runs(runs, out=out, aggregate="iqm", target=task.reference, show_seeds=True)
     os.replace(
-        os.path.join(out, plot.figure_name(aggregate.RETURN)), os.path.join(out, "curve.png")
+        os.path.join(out, plot.figure_name(records.RETURN)), os.path.join(out, "curve.png")
     )
     (summary,) = result.summaries
     (group,) = result.groups

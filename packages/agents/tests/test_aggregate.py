@@ -13,6 +13,7 @@ pytest.importorskip("rliable", reason="the tools extra: podracer-agents[tools]")
 pytest.importorskip("matplotlib", reason="the tools extra: podracer-agents[tools]")
 
 from podracer.agents.tools import aggregate as agg
+from podracer.agents.tools import records
 
 
 def write_run(root, name, rows, seed=0, lr=1e-3, env="gymnax:CartPole-v1", tail="", **config):
@@ -55,15 +56,15 @@ def make_rows(steps, returns, elapsed=None, sps=100.0, **columns):
 def test_torn_last_line_is_ignored(tmp_path):
     rows = make_rows([10, 20], [1.0, float("nan")])
     path = write_run(tmp_path, "r", rows, tail='{"env_steps": 30, "charts/episodic_ret')
-    [run] = agg.load_runs([path])
+    [run] = records.load_runs([path])
     assert [r["env_steps"] for r in run.rows] == [10, 20]
     assert math.isnan(run.rows[1]["charts/episodic_return"])  # the NaN token reads back
     # A terminated last line that is not JSON is torn too; one in the middle is not.
     (path / "metrics.jsonl").write_text(json.dumps(rows[0]) + "\n{bad\n")
-    assert len(agg.read_metrics(path / "metrics.jsonl")) == 1
+    assert len(records.read_metrics(path / "metrics.jsonl")) == 1
     (path / "metrics.jsonl").write_text("{bad\n" + json.dumps(rows[0]) + "\n")
-    with pytest.raises(agg.RunError, match=r"metrics.jsonl:1: not a JSON line"):
-        agg.read_metrics(path / "metrics.jsonl")
+    with pytest.raises(records.RunError, match=r"metrics.jsonl:1: not a JSON line"):
+        records.read_metrics(path / "metrics.jsonl")
 
 
 def test_multi_seed_run_expands_to_its_seeds_and_folders_to_their_runs(tmp_path):
@@ -74,7 +75,7 @@ def test_multi_seed_run_expands_to_its_seeds_and_folders_to_their_runs(tmp_path)
     write_run(tmp_path / "runs", "multi", rows, seed=7, num_seeds=3)
     write_run(tmp_path / "runs", "single", make_rows([10, 20], [1.0, 2.0]), seed=3, lr=0.1)
     (tmp_path / "runs" / "not-a-run").mkdir()
-    runs = agg.load_runs([tmp_path / "runs"])  # the folder stands for both runs
+    runs = records.load_runs([tmp_path / "runs"])  # the folder stands for both runs
     assert [(r.path.rsplit("/", 1)[1], r.seed, r.index) for r in runs] == [
         ("multi", 7, 0),
         ("multi", 8, 1),
@@ -84,23 +85,23 @@ def test_multi_seed_run_expands_to_its_seeds_and_folders_to_their_runs(tmp_path)
     for run in runs[:3]:
         assert len(run.rows) == 3
         assert {r["charts/episodic_return"] for r in run.rows} == {100 * run.index}
-    assert len(agg.load_runs([tmp_path / "runs", tmp_path / "runs" / "single"])) == 4  # once
-    [group, single] = agg.group_runs(runs)  # the multi-seed run dir is a group of 3 seeds
+    assert len(records.load_runs([tmp_path / "runs", tmp_path / "runs" / "single"])) == 4  # once
+    [group, single] = records.group_runs(runs)  # the multi-seed run dir is a group of 3 seeds
     assert [r.index for r in group.seeds] == [0, 1, 2] and len(single.seeds) == 1
 
 
 def test_paths_that_are_not_runs_raise(tmp_path):
-    with pytest.raises(agg.RunError, match="no such run directory"):
-        agg.load_runs([tmp_path / "missing"])
+    with pytest.raises(records.RunError, match="no such run directory"):
+        records.load_runs([tmp_path / "missing"])
     (tmp_path / "empty").mkdir()
-    with pytest.raises(agg.RunError, match=r"not a run directory \(no config.json\)"):
-        agg.load_runs([tmp_path / "empty"])
+    with pytest.raises(records.RunError, match=r"not a run directory \(no config.json\)"):
+        records.load_runs([tmp_path / "empty"])
     path = write_run(tmp_path, "fresh", [])
-    with pytest.raises(agg.RunError, match="has no metrics"):
-        agg.load_runs([path])
+    with pytest.raises(records.RunError, match="has no metrics"):
+        records.load_runs([path])
     (path / "metrics.jsonl").unlink()
-    with pytest.raises(agg.RunError, match="has no metrics"):
-        agg.load_runs([path])
+    with pytest.raises(records.RunError, match="has no metrics"):
+        records.load_runs([path])
 
 
 # --- Grouping --------------------------------------------------------------------------
@@ -114,7 +115,7 @@ def test_seeds_of_one_config_group_and_a_different_lr_separates(tmp_path):
     write_run(tmp_path, "a2", rows, seed=2, cluster={"num_processes": 2}, wandb_project="x")
     write_run(tmp_path, "b0", rows, seed=0, lr=3e-4)
     write_run(tmp_path, "c0", rows, seed=0, env="catch")
-    groups = agg.group_runs(agg.load_runs([tmp_path]))
+    groups = records.group_runs(records.load_runs([tmp_path]))
     assert [len(g.seeds) for g in groups] == [3, 1, 1]
     assert [r.seed for r in groups[0].seeds] == [0, 1, 2]
     assert [g.label for g in groups] == [
@@ -122,10 +123,10 @@ def test_seeds_of_one_config_group_and_a_different_lr_separates(tmp_path):
         "ppo on gymnax:CartPole-v1 (learning_rate=0.0003)",
         "ppo on catch",  # alone with its env and agent: no fields needed
     ]
-    relabelled = agg.group_runs(agg.load_runs([tmp_path]), labels=["A", "B", "C"])
+    relabelled = records.group_runs(records.load_runs([tmp_path]), labels=["A", "B", "C"])
     assert [g.label for g in relabelled] == ["A", "B", "C"]
-    with pytest.raises(agg.RunError, match="2 labels given for 3 groups"):
-        agg.group_runs(agg.load_runs([tmp_path]), labels=["A", "B"])
+    with pytest.raises(records.RunError, match="2 labels given for 3 groups"):
+        records.group_runs(records.load_runs([tmp_path]), labels=["A", "B"])
 
 
 # --- Series, grid, interpolation -------------------------------------------------------
@@ -133,7 +134,7 @@ def test_seeds_of_one_config_group_and_a_different_lr_separates(tmp_path):
 
 def test_series_skips_nan_rows_and_reads_wall_time(tmp_path):
     rows = make_rows([10, 20, 30, 40], [float("nan"), 2.0, float("nan"), 4.0], [5, 6, 9, 12])
-    [run] = agg.load_runs([write_run(tmp_path, "r", rows)])
+    [run] = records.load_runs([write_run(tmp_path, "r", rows)])
     x, y = agg.series(run, "charts/episodic_return")
     np.testing.assert_array_equal(x, [20, 40])
     np.testing.assert_array_equal(y, [2.0, 4.0])
@@ -161,7 +162,7 @@ def test_seeds_logged_at_different_steps_are_interpolated_before_the_mean(tmp_pa
     xa, xb = [0, 10, 20, 30], [5, 15, 25, 35]
     write_run(tmp_path, "s0", make_rows(xa, [float(x) for x in xa]), seed=0)
     write_run(tmp_path, "s1", make_rows(xb, [x + 10.0 for x in xb]), seed=1)
-    [group] = agg.group_runs(agg.load_runs([tmp_path]))
+    [group] = records.group_runs(records.load_runs([tmp_path]))
     curve = agg.group_curve(group, num_points=6, reps=200)
     np.testing.assert_allclose(curve.x, [5, 10, 15, 20, 25, 30])
     np.testing.assert_allclose(curve.seeds, [curve.x, curve.x + 10])
@@ -176,7 +177,7 @@ def test_seeds_logged_at_different_steps_are_interpolated_before_the_mean(tmp_pa
 
 def test_one_seed_curve_has_no_band(tmp_path):
     write_run(tmp_path, "s0", make_rows([10, 20, 30], [1.0, float("nan"), 3.0]))
-    [group] = agg.group_runs(agg.load_runs([tmp_path]))
+    [group] = records.group_runs(records.load_runs([tmp_path]))
     curve = agg.group_curve(group)
     np.testing.assert_array_equal(curve.x, [10, 30])
     np.testing.assert_array_equal(curve.point, [1.0, 3.0])
@@ -252,7 +253,7 @@ def test_summary_by_hand(tmp_path):
     r2 = [float("nan"), 0, 0, 10, 10, 10, 20, 20, 30, 40]
     for seed, (returns, sps) in enumerate(((r0, 100.0), (r1, 200.0), (r2, 300.0))):
         write_run(tmp_path, f"s{seed}", make_rows(steps, returns, sps=sps), seed=seed)
-    [group] = agg.group_runs(agg.load_runs([tmp_path]))
+    [group] = records.group_runs(records.load_runs([tmp_path]))
     s = agg.summarize(group, target=50.0, final_fraction=0.2, reps=500)
     # Last 20% of steps 100..1000: steps >= 820, i.e. 900 and 1000.
     assert s.final == (95.0, 80.0, 35.0)

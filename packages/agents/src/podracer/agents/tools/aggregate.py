@@ -1,10 +1,9 @@
-"""Run directories -> seeds -> groups -> curves and summaries, aggregated over seeds.
+"""Groups of seeds -> curves and summaries, aggregated over seeds.
 
-    paths --load_runs--> SeedRun (one per seed) --group_runs--> Group (one config)
     Group --group_curve--> Curve: each seed interpolated onto a common grid, mean/IQM + band
     Group --summarize--> Summary: final value, time to a target, SPS
 
-Only config.json and metrics.jsonl are read, so runs of either runtime mix. Uncertainty is
+Groups come from `records` (run directories -> seeds -> groups). Uncertainty is
 rliable's stratified bootstrap (Agarwal et al., 2021, "Deep RL at the Edge of the
 Statistical Precipice"): with runs as the resampled unit and one task, a 95% percentile
 interval of the mean or the interquartile mean (IQM) over seeds.
@@ -17,63 +16,25 @@ from __future__ import annotations
 import contextlib
 import csv
 import dataclasses
-import json
 import math
 import os
 from collections.abc import Iterator
-from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
 from typing import NamedTuple
 
 import numpy as np
 
-from podracer.agents.runs.config import RunConfig
+from .records import ELAPSED
+from .records import RETURN
+from .records import SPS
+from .records import STEPS
+from .records import Group
+from .records import RunError
+from .records import SeedRun
+from .records import number
 
-RETURN = "charts/episodic_return"
-STEPS = "env_steps"
-ELAPSED = "timing/elapsed"
-SPS = "charts/SPS"
 AGGREGATES = ("mean", "iqm")
-
-# Top-level config fields that say how a run was run, not what it learns: runs differing
-# only in these (and the seed) are seeds of one group. The run harness's own list (what a
-# resume may change), the seed, and the runtimes' placement fields.
-BOOKKEEPING = RunConfig.MAY_CHANGE_ON_RESUME | {
-    "seed", "num_seeds", "num_devices", "actor_device_ids", "learner_device_ids",
-    "actor_loop", "queue_size", "stage_timeout_s", "video_interval",
-}  # fmt: skip
-BOOKKEEPING_SUFFIXES = ("_interval",)  # log/eval/checkpoint/video cadence
-BOOKKEEPING_PREFIXES = ("wandb_",)
-
-
-class RunError(ValueError):
-    """A path, run or metric the tools cannot use; the message is one line for the user."""
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class SeedRun:
-    """One seed's rows: a run directory, or one seed of a multi-seed run directory."""
-
-    path: str  # the run directory
-    config: Mapping[str, Any]  # its config.json
-    seed: int  # the seed value (config seed + index in a multi-seed run)
-    index: int | None  # the seed index in a multi-seed run; None for a one-seed run
-    rows: tuple[Mapping[str, Any], ...]  # metrics.jsonl rows of this seed, in order
-
-    @property
-    def name(self) -> str:
-        base = os.path.basename(self.path)
-        return base if self.index is None else f"{base}[seed {self.index}]"
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class Group:
-    """Seeds of one config (the config without seed and bookkeeping fields)."""
-
-    label: str
-    key: Mapping[str, Any]  # flattened config fields that define the group
-    seeds: tuple[SeedRun, ...]
 
 
 class Curve(NamedTuple):
@@ -107,190 +68,7 @@ class Summary:
     runs: tuple[str, ...]  # the seeds' names
 
 
-# --- Reading run directories ----------------------------------------------------------
-
-
-def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """The rows of a metrics.jsonl; a last line torn by a crash mid-write is left out."""
-    with open(path) as f:
-        text = f.read()
-    lines = text.split("\n")
-    if not text.endswith("\n"):  # the last write never finished
-        lines = lines[:-1]
-    while lines and not lines[-1].strip():
-        lines.pop()
-    rows = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as e:
-            if number == len(lines):  # torn: a crash mid-write
-                break
-            raise RunError(f"{os.fspath(path)}:{number}: not a JSON line ({e.msg})") from None
-    return rows
-
-
-def _is_run(path: str) -> bool:
-    return os.path.isfile(os.path.join(path, "config.json"))
-
-
-def _run_dirs(path: str) -> list[str]:
-    """`path` if it is a run dir, else the run dirs below it (not below a run dir)."""
-    if _is_run(path):
-        return [path]
-    found = []
-    for name in sorted(os.listdir(path)):
-        sub = os.path.join(path, name)
-        if os.path.isdir(sub) and not name.startswith("."):
-            found.extend(_run_dirs(sub))
-    return found
-
-
-def _read_config(path: str) -> dict[str, Any]:
-    try:
-        with open(os.path.join(path, "config.json")) as f:
-            config = json.load(f)
-    except json.JSONDecodeError as e:
-        raise RunError(f"{path}/config.json: not valid JSON ({e.msg})") from None
-    if not isinstance(config, dict):
-        raise RunError(f"{path}/config.json: not a JSON object")
-    return config
-
-
-def _seeds_of(path: str) -> list[SeedRun]:
-    config = _read_config(path)
-    metrics = os.path.join(path, "metrics.jsonl")
-    rows = read_metrics(metrics) if os.path.isfile(metrics) else []
-    rows = [r for r in rows if isinstance(r, dict) and _number(r.get(STEPS)) is not None]
-    if not rows:
-        raise RunError(f"{path} has no metrics (metrics.jsonl missing or empty)")
-    base_seed = int(config.get("seed") or 0)
-    per_seed = [r for r in rows if _number(r.get("seed")) is not None]
-    if int(config.get("num_seeds") or 1) <= 1 and not per_seed:
-        return [SeedRun(path, config, base_seed, None, tuple(rows))]
-    if not per_seed:
-        raise RunError(f"{path}: num_seeds is {config['num_seeds']} but no row has a seed key")
-    indices = sorted({int(r["seed"]) for r in per_seed})
-    return [
-        SeedRun(path, config, base_seed + i, i, tuple(r for r in per_seed if int(r["seed"]) == i))
-        for i in indices
-    ]
-
-
-def load_runs(paths: Sequence[str | os.PathLike]) -> list[SeedRun]:
-    """Every seed of the given run dirs; a folder holding run dirs stands for all of them.
-
-    A multi-seed run dir (rows with a `seed` key) gives one SeedRun per seed index. A run
-    dir named twice (itself and through its folder) is read once.
-    """
-    if not paths:
-        raise RunError("no run directory given")
-    seeds: list[SeedRun] = []
-    seen: set[str] = set()
-    for raw in paths:
-        path = os.path.abspath(os.fspath(raw))
-        if not os.path.isdir(path):
-            raise RunError(f"{os.fspath(raw)}: no such run directory")
-        runs = _run_dirs(path)
-        if not runs:
-            raise RunError(
-                f"{os.fspath(raw)} is not a run directory (no config.json) and holds none"
-            )
-        for run in runs:
-            if run not in seen:
-                seen.add(run)
-                seeds.extend(_seeds_of(run))
-    return seeds
-
-
-def available_metrics(runs: Sequence[SeedRun]) -> list[str]:
-    """Names of the numeric columns the runs logged (env steps, seed, unix time excluded)."""
-    names = set()
-    for run in runs:
-        for row in run.rows:
-            names.update(k for k, v in row.items() if _number(v) is not None)
-    return sorted(names - {STEPS, "seed", "time"})
-
-
-# --- Grouping ------------------------------------------------------------------------
-
-
-def _flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat = {}
-    for k, v in config.items():
-        if isinstance(v, Mapping):
-            flat.update(_flatten(v, f"{prefix}{k}."))
-        else:
-            flat[f"{prefix}{k}"] = json.dumps(v, sort_keys=True) if isinstance(v, list) else v
-    return flat
-
-
-def _is_bookkeeping(top_level: str) -> bool:
-    return (
-        top_level in BOOKKEEPING
-        or top_level.endswith(BOOKKEEPING_SUFFIXES)
-        or top_level.startswith(BOOKKEEPING_PREFIXES)
-    )
-
-
-def group_key(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The flattened config fields that tell groups apart (seed and bookkeeping left out)."""
-    return {k: v for k, v in _flatten(config).items() if not _is_bookkeeping(k.split(".", 1)[0])}
-
-
-_MISSING = object()  # a field one group's config does not have
-
-
-def _show(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:g}"
-    return "-" if value is _MISSING else str(value)
-
-
-def _labels(keys: list[dict[str, Any]]) -> list[str]:
-    """`agent on env`, plus the fields that differ between groups sharing both."""
-    bases = [f"{k.get('agent', '?')} on {k.get('env', '?')}" for k in keys]
-    labels = []
-    for i, key in enumerate(keys):
-        peers = [keys[j] for j, b in enumerate(bases) if b == bases[i]]
-        if len(peers) == 1:
-            labels.append(bases[i])
-            continue
-        fields = sorted({f for peer in peers for f in peer})
-        differ = [f for f in fields if len({repr(p.get(f, _MISSING)) for p in peers}) > 1]
-        shown = ", ".join(
-            f"{f.removeprefix('agent_config.')}={_show(key.get(f, _MISSING))}" for f in differ
-        )
-        labels.append(f"{bases[i]} ({shown})")
-    return labels
-
-
-def group_runs(runs: Sequence[SeedRun], labels: Sequence[str] | None = None) -> list[Group]:
-    """Seeds grouped by config, in order of first appearance; `labels` replace the names."""
-    keys: list[dict[str, Any]] = []
-    members: list[list[SeedRun]] = []
-    for run in runs:
-        key = group_key(run.config)
-        if key in keys:
-            members[keys.index(key)].append(run)
-        else:
-            keys.append(key)
-            members.append([run])
-    if labels is not None and len(labels) != len(keys):
-        raise RunError(f"{len(labels)} labels given for {len(keys)} groups")
-    names = list(labels) if labels is not None else _labels(keys)
-    return [Group(n, k, tuple(m)) for n, k, m in zip(names, keys, members, strict=True)]
-
-
 # --- Series and the common grid ------------------------------------------------------
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
 
 
 def _columns(run: SeedRun, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -299,17 +77,17 @@ def _columns(run: SeedRun, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndar
     Wall seconds are `timing/elapsed`, or `time` since the seed's first row when a run
     did not log elapsed time; NaN when neither is there.
     """
-    times = [_number(r.get("time")) for r in run.rows]
+    times = [number(r.get("time")) for r in run.rows]
     t0 = next((t for t in times if t is not None), None)
     steps, seconds, values = [], [], []
     for row, time in zip(run.rows, times, strict=True):
-        value = _number(row.get(metric))
+        value = number(row.get(metric))
         if value is None or not math.isfinite(value):
             continue
-        wall = _number(row.get(ELAPSED))
+        wall = number(row.get(ELAPSED))
         if wall is None and t0 is not None and time is not None:
             wall = time - t0
-        steps.append(_number(row[STEPS]))
+        steps.append(number(row[STEPS]))
         seconds.append(math.nan if wall is None else wall)
         values.append(value)
     return np.array(steps, float), np.array(seconds, float), np.array(values, float)
@@ -489,7 +267,7 @@ def first_reaching(
 
 
 def _mean_sps(run: SeedRun) -> float:
-    sps = [_number(r.get(SPS)) for r in run.rows]
+    sps = [number(r.get(SPS)) for r in run.rows]
     sps = [s for s in sps if s is not None and math.isfinite(s)]
     return float(np.mean(sps)) if sps else math.nan
 

@@ -18,20 +18,20 @@ import sys
 from collections.abc import Sequence
 
 from .aggregate import AGGREGATES
-from .aggregate import ELAPSED
-from .aggregate import RETURN
-from .aggregate import STEPS
-from .aggregate import Group
-from .aggregate import RunError
 from .aggregate import Summary
-from .aggregate import available_metrics
 from .aggregate import format_table
 from .aggregate import group_curve
-from .aggregate import group_runs
-from .aggregate import load_runs
 from .aggregate import series
 from .aggregate import summarize
 from .aggregate import write_csv
+from .records import ELAPSED
+from .records import RETURN
+from .records import STEPS
+from .records import Group
+from .records import RunError
+from .records import available_metrics
+from .records import group_runs
+from .records import load_runs
 
 FIGSIZE = (12.0, 4.5)  # inches; at DPI a 1200 x 450 pixel PNG
 DPI = 100
