@@ -5,11 +5,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import rlax
 
 from podracer.agents import ActorCritic
 from podracer.agents import PPOConfig
 from podracer.agents import Trajectory
 from podracer.agents import make_ppo
+from podracer.agents.ppo import clipped_surrogate
+from podracer.agents.ppo import standardized
+from podracer.agents.ppo import value_error
 
 CONFIG = PPOConfig(
     gamma=0.9,
@@ -171,6 +175,29 @@ def test_value_clipping_keeps_the_pessimistic_error(vector_spec, make_timestep, 
     expected = 0.5 * (v - 0.5 + 0.2 - target) ** 2  # the clipped error, the larger one
     np.testing.assert_array_less((v - target) ** 2, (v - 0.3 - target) ** 2)
     np.testing.assert_allclose(metrics["losses/value"], expected, rtol=1e-5)
+
+
+def test_clipped_surrogate_matches_rlax():
+    ratio = jax.random.uniform(jax.random.key(0), (64,), minval=0.5, maxval=1.5)
+    advantage = jax.random.normal(jax.random.key(1), (64,))
+    np.testing.assert_allclose(
+        jnp.mean(clipped_surrogate(ratio, advantage, 0.2)),
+        rlax.clipped_surrogate_pg_loss(ratio, advantage, 0.2),
+        rtol=1e-6,
+    )
+
+
+def test_value_error_by_hand():
+    value, behaviour, target = jnp.array([1.0, 1.0, 0.0]), jnp.array([0.5, 1.1, 0.0]), 2.0
+    np.testing.assert_allclose(value_error(value, behaviour, target, None), [1.0, 1.0, 4.0])
+    # 1.0 is 0.5 above its behaviour value: clipped to 0.7, error 1.69 > 1.0 is kept;
+    # 1.0 within 0.2 of 1.1 is itself; 0.0 equals its behaviour value.
+    np.testing.assert_allclose(value_error(value, behaviour, target, 0.2), [1.69, 1, 4], rtol=1e-6)
+
+
+def test_standardized_ignores_masked_entries():
+    x, mask = jnp.array([1.0, 3.0, 100.0]), jnp.array([True, True, False])
+    np.testing.assert_allclose(standardized(x, mask)[:2], [-1.0, 1.0], rtol=1e-6)
 
 
 def test_update_runs_epochs_of_minibatches_and_anneals_to_zero(vector_spec, random_trajectory):

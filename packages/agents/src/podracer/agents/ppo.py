@@ -60,6 +60,33 @@ class _Batch(NamedTuple):
     mask: chex.Array  # [T, B] bool
 
 
+def standardized(x: chex.Array, mask: chex.Array, reduce=lambda x: x) -> chex.Array:
+    """`x` less its masked mean over `mask`, over its masked std; `reduce` averages the
+    moments over devices (a run the same on 1 or N devices)."""
+    mean = reduce(masked_mean(x, mask))
+    var = reduce(masked_mean(jnp.square(x - mean), mask))
+    return (x - mean) / (jnp.sqrt(var) + 1e-8)
+
+
+def clipped_surrogate(ratio: chex.Array, advantage: chex.Array, clip_eps: float) -> chex.Array:
+    """PPO's per-sample policy loss: minus the pessimistic of the ratio's surrogate and
+    its clip to [1 - clip_eps, 1 + clip_eps]."""
+    clipped = jnp.clip(ratio, 1.0 - clip_eps, 1.0 + clip_eps)
+    return -jnp.minimum(ratio * advantage, clipped * advantage)
+
+
+def value_error(
+    value: chex.Array, behaviour_value: chex.Array, target: chex.Array, clip: float | None
+) -> chex.Array:
+    """The squared value error; with `clip`, the larger of it and that of the value kept
+    within `clip` of the behaviour value (PPO's value clipping)."""
+    error = jnp.square(value - target)
+    if clip is None:
+        return error
+    clipped = behaviour_value + jnp.clip(value - behaviour_value, -clip, clip)
+    return jnp.maximum(error, jnp.square(clipped - target))
+
+
 def make_ppo(
     spec: EnvSpec, config: PPOConfig = PPOConfig(), total_updates: int | None = None
 ) -> Agent:
@@ -119,25 +146,18 @@ def make_ppo(
         (dist, value), _ = forward_all(params, batch.observation, batch.first, batch.core)
         adv = batch.advantage
         if config.normalize_advantages:
-            mean = reduce(masked_mean(adv, batch.mask))
-            var = reduce(masked_mean(jnp.square(adv - mean), batch.mask))
-            adv = (adv - mean) / (jnp.sqrt(var) + 1e-8)
+            adv = standardized(adv, batch.mask, reduce)
         logp = policy.log_prob(dist, batch.action, batch.action_extras)
         ratio = jnp.exp(logp - batch.behaviour_log_prob)
-        clipped_ratio = jnp.clip(ratio, 1.0 - config.clip_eps, 1.0 + config.clip_eps)
-        pg_loss = masked_mean(-jnp.minimum(ratio * adv, clipped_ratio * adv), batch.mask)
+        pg_loss = masked_mean(clipped_surrogate(ratio, adv, config.clip_eps), batch.mask)
         target, behaviour_value = batch.value_target, batch.behaviour_value
         if config.normalize_values:  # the loss in normalised units
             value, target, behaviour_value = (
                 normalize(params[VALUE_KEY], v) for v in (value, target, behaviour_value)
             )
-        value_error = jnp.square(value - target)
-        if config.clip_value_loss:
-            clipped = behaviour_value + jnp.clip(
-                value - behaviour_value, -config.clip_eps, config.clip_eps
-            )
-            value_error = jnp.maximum(value_error, jnp.square(clipped - target))
-        value_loss = 0.5 * masked_mean(value_error, batch.mask)
+        clip = config.clip_eps if config.clip_value_loss else None
+        error = value_error(value, behaviour_value, target, clip)
+        value_loss = 0.5 * masked_mean(error, batch.mask)
         entropy = masked_mean(policy.entropy(dist), batch.mask)
         total = pg_loss + config.value_cost * value_loss - config.entropy_cost * entropy
         metrics = {
