@@ -1,5 +1,5 @@
 """Every registered preset builds and trains one chunk (Anakin) or one update (Sebulba) on
-an env of its family, as the command line would pick it: the agent config and the
+an env of its family (or its own task), as the command line would pick it: the agent config and the
 runtime's layout unchanged, only the budget cut to a single step of learning.
 
 A preset that no longer fits its agent (a minibatch count that does not divide the
@@ -13,6 +13,7 @@ import math
 import pytest
 
 from podracer.agents.runs import PRESETS
+from podracer.agents.runs import find_preset
 from podracer.envs.families import env_family
 
 pytest.importorskip("gymnax")
@@ -29,6 +30,7 @@ ENVS = {
     "minatar": {"anakin": "gymnax:Breakout-MinAtar", "sebulba": "gymnax:Breakout-MinAtar"},
     "atari": {"sebulba": "envpool:Pong-v5"},
     "mujoco": {"sebulba": "envpool:HalfCheetah-v4"},
+    "Acrobot-v1": {"anakin": "gymnax:Acrobot-v1", "sebulba": "envpool:Acrobot-v1"},
 }
 CASES = [
     pytest.param(agent, family, runtime, id=f"{agent}-{family}-{runtime}")
@@ -39,8 +41,16 @@ CASES = [
 
 def test_every_family_with_a_preset_has_a_test_env():
     assert {family for _, family in PRESETS} <= set(ENVS)
-    for family, envs in ENVS.items():
-        assert all(env_family(env) == family for env in envs.values()), family
+    for name, envs in ENVS.items():  # a family's envs, or a task's own
+        assert all(name in (env_family(env), env.rpartition(":")[2]) for env in envs.values())
+
+
+def test_a_task_preset_comes_before_its_family_preset():
+    assert find_preset("ppo", "gymnax:Acrobot-v1")[0] == "Acrobot-v1"
+    assert find_preset("ppo", "envpool:Acrobot-v1")[0] == "Acrobot-v1"
+    assert find_preset("ppo", "gymnax:CartPole-v1")[0] == "classic"
+    assert find_preset("impala", "gymnax:Acrobot-v1")[0] == "classic"  # no task preset
+    assert find_preset("ppo", "gymnax:Acrobot-v1", "classic")[0] == "classic"  # --preset
 
 
 @pytest.mark.parametrize(("agent", "family", "runtime"), CASES)

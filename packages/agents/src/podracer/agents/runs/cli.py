@@ -4,8 +4,8 @@
 
 The flags are the runtime config's fields plus one group per registered agent
 (`--ppo.*`, `--muzero.*`, ... and any `register_agent`ed one). Defaults come, in order:
-from the runtime config's field defaults; then the preset of the env's family for the
-agent (`--preset NAME` to pick another); or, instead of both, a config file
+from the runtime config's field defaults; then the agent's preset for the env's task, else
+its family (`--preset NAME` to pick another); or, instead of both, a config file
 (`--config runs/X/config.json` reruns a run's exact config) or, with `--resume`, the run's
 own config.json; explicit flags always win. A bad value ends with one line naming the
 field, exit status 2, before anything compiles; so does anything the run refuses.

@@ -125,7 +125,7 @@ class RunConfig:
     def from_preset(cls, env: str | None = None, agent: str | None = None,
                     preset: str | None = None, **overrides: Any):  # fmt: skip
         """The config the command line starts from for `env` and `agent` (the preset of the
-        env's family, or `preset`; the agent's defaults where there is none), with
+        env's task or family, or `preset`; the agent's defaults where there is none), with
         `overrides` (fields of this config) on top. Returns `(config, source)`, `source`
         a line saying which preset applied."""
         from podracer.agents.runs.presets import apply_preset
@@ -138,9 +138,9 @@ class RunConfig:
         if found is None:
             source = f"no preset for {agent} on {env}: the agent's defaults"
         else:
-            family, chosen = found
+            name, chosen = found
             base = apply_preset(base, chosen, cls.RUNTIME)
-            source = f"preset {family!r} for {agent}: {chosen.source}"
+            source = f"preset {name!r} for {agent}: {chosen.source}"
         return dataclasses.replace(base, **overrides), source
 
     def check_rollout(

@@ -2,10 +2,12 @@
 
 A preset is one agent config (the same on Anakin and Sebulba: the same flags mean the
 same agent) and, per runtime, the layout fields that go with it (batch sizes, rollout
-length, budget). Command lines pick the preset of the env's family (`podracer.envs.
-env_family`: catch, classic, control, minatar, atari, mujoco, brax) unless `--preset` names
-another, print which one they use, and apply explicit flags on top. Each preset says in
-one line where its numbers come from.
+length, budget). It is named for a task family (`podracer.envs.env_family`: catch,
+classic, control, minatar, atari, mujoco, brax) or, where one task of a family wants its
+own, for that task (the env's name without its backend: `Acrobot-v1`). Command lines pick
+the env's task preset, else its family's, unless `--preset` names another; they print
+which one they use and apply explicit flags on top. Each preset says in one line where
+its numbers come from.
 """
 
 from __future__ import annotations
@@ -28,31 +30,33 @@ class Preset(NamedTuple):
     source: str  # one line: where the numbers come from
 
 
-PRESETS: dict[tuple[str, str], Preset] = {}  # (agent, family) -> preset
+PRESETS: dict[tuple[str, str], Preset] = {}  # (agent, family or task) -> preset
 
 
-def register_preset(agent: str, family: str, preset: Preset) -> None:
-    """Adds (or replaces) the preset of `agent` on the task family `family`."""
-    PRESETS[(agent, family)] = preset
+def register_preset(agent: str, name: str, preset: Preset) -> None:
+    """Adds (or replaces) the preset of `agent` named `name`: a task family, or a task."""
+    PRESETS[(agent, name)] = preset
 
 
-def families(agent: str) -> list[str]:
-    return sorted(f for a, f in PRESETS if a == agent)
+def preset_names(agent: str) -> list[str]:
+    return sorted(n for a, n in PRESETS if a == agent)
 
 
 def find_preset(agent: str, env: str, name: str | None = None) -> tuple[str, Preset] | None:
-    """`(family, preset)` for `agent` on `env`: the preset `name`, or the env's family's;
-    None when that family has none for the agent (the agent's defaults then apply)."""
+    """`(name, preset)` for `agent` on `env`: the preset `name`, or the env's task's, or
+    its family's; None when there is none for the agent (its defaults then apply)."""
     if name is not None:
         if (agent, name) not in PRESETS:
             raise ConfigError(
-                f"--preset must be one of {families(agent)} for agent {agent!r}, got {name!r}"
+                f"--preset must be one of {preset_names(agent)} for agent {agent!r}, got {name!r}"
             )
         return name, PRESETS[(agent, name)]
     from podracer.envs.families import env_family
 
-    family = env_family(env)
-    return (family, PRESETS[(agent, family)]) if (agent, family) in PRESETS else None
+    for name in (env.rpartition(":")[2], env_family(env)):
+        if (agent, name) in PRESETS:
+            return name, PRESETS[(agent, name)]
+    return None
 
 
 def apply_preset(config: Any, preset: Preset, runtime: str) -> Any:
@@ -104,6 +108,13 @@ _MUZERO_LAYOUT = {
     "anakin": dict(num_envs=32, rollout_length=16, updates_per_chunk=50),
     "sebulba": dict(envs_per_thread=32, rollout_length=16),
 }
+register_preset("ppo", "Acrobot-v1", Preset(
+    PPOConfig(learning_rate=5e-4, anneal_lr=False, max_grad_norm=1.0, activation="relu"),
+    {"anakin": dict(num_envs=16, rollout_length=32, total_env_steps=500_000),
+     "sebulba": dict(envs_per_thread=16, rollout_length=32, total_env_steps=500_000)},
+    "gymnax-blines' Acrobot PPO (16 envs x 32 steps, 4 epochs x 4 minibatches, lr 5e-4, "
+    "MLP 64x64 relu, grad norm 1.0): training IQM -81.0 against the classic preset's -83.4",
+))  # fmt: skip
 register_preset("muzero", "catch", Preset(
     MuZeroConfig(),
     {k: {**v, "total_env_steps": 400_000} for k, v in _MUZERO_LAYOUT.items()},
