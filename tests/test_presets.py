@@ -1,6 +1,6 @@
 """Every registered preset builds and trains one chunk (Anakin) or one update (Sebulba) on
-an env of its family (or its own task), as the command line would pick it: the agent config and the
-runtime's layout unchanged, only the budget cut to a single step of learning.
+an env of its family (or its own task), as the command line would pick it: the agent
+config and the runtime's layout unchanged, only the budget cut to a single step of learning.
 
 A preset that no longer fits its agent (a minibatch count that does not divide the
 rollout, a torso that cannot read the family's observations) fails here, before anyone
