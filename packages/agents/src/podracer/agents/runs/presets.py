@@ -113,7 +113,8 @@ register_preset("ppo", "Acrobot-v1", Preset(
     {"anakin": dict(num_envs=16, rollout_length=32, total_env_steps=500_000),
      "sebulba": dict(envs_per_thread=16, rollout_length=32, total_env_steps=500_000)},
     "gymnax-blines' Acrobot PPO (16 envs x 32 steps, 4 epochs x 4 minibatches, lr 5e-4, "
-    "MLP 64x64 relu, grad norm 1.0): training IQM -81.0 against the classic preset's -83.4",
+    "MLP 64x64 relu, grad norm 1.0): Anakin IQM over 5 seeds at 5e5 steps training -81.5, "
+    "greedy -79.3 (the classic preset: -83.4, -84.0)",
 ))  # fmt: skip
 register_preset("muzero", "catch", Preset(
     MuZeroConfig(),
