@@ -66,7 +66,8 @@ def test_a_family_without_a_preset_uses_the_agents_defaults(toy_preset):
     assert source == "no preset for ppo on envpool:Pong-v5: the agent's defaults"
     with pytest.raises(
         ValueError,
-        match=r"--preset must be one of \['catch', 'classic', 'control', 'minatar', 'mujoco'\]",
+        match=r"--preset must be one of "
+        r"\['Acrobot-v1', 'catch', 'classic', 'control', 'minatar', 'mujoco'\]",
     ):
         parse("--agent", "ppo", "--preset", "atari")
 
