@@ -84,7 +84,32 @@ def run_names(task: Task, seeds: int) -> list[str]:
     return [f"{task.name}-s{k}" for k in range(seeds)]
 
 
-def train(task: Task, seeds: int, timeout: float) -> float:
+def run_watched(command: list[str], run_dir: str, stall: float) -> bool:
+    """Runs `command` to its end (True), or stops it when its metrics.jsonl has not grown
+    for `stall` seconds (False): SIGTERM first, so a run that is merely slow ends after
+    its current chunk with a checkpoint, then SIGKILL should it not end in a minute."""
+    metrics = os.path.join(run_dir, "metrics.jsonl")
+    proc = subprocess.Popen(command)
+    size, changed = None, time.monotonic()
+    while proc.poll() is None:
+        time.sleep(5.0)
+        now = os.path.getsize(metrics) if os.path.exists(metrics) else -1
+        if now != size:
+            size, changed = now, time.monotonic()
+        elif time.monotonic() - changed > stall:
+            proc.terminate()
+            try:
+                proc.wait(timeout=60.0)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            return False
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, command)
+    return True
+
+
+def train(task: Task, seeds: int, stall: float) -> float:
     """Trains (or resumes) the task's runs; returns the wall seconds spent here."""
     start = time.perf_counter()
     for k, name in enumerate(run_names(task, seeds)):
@@ -106,17 +131,16 @@ def train(task: Task, seeds: int, timeout: float) -> float:
             flags = ["--runs-root", RUNS, "--run-name", name, "--resume"]
         print(f"== {task.name}: {task.runtime} {' '.join(flags)}", flush=True)
         command = [sys.executable, "-m", f"podracer.{task.runtime}.cli", *flags]
-        try:
-            subprocess.run(command, check=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
+        if not run_watched(command, run_dir, stall):
             # XLA:CPU has deadlocked in a run's first chunk (0% CPU, every thread on a
             # futex; `podracer.agents.runs.cli.avoid_cpu_scheduler_deadlock`, which the
             # command lines apply, removed the case found). Should one still hang, it is
             # stopped and resumed once, from its newest checkpoint or from the start.
-            print(f"== {task.name}: no end after {timeout:.0f} s; resuming it once", flush=True)
+            print(f"== {task.name}: no new metrics for {stall:.0f} s; resuming it once", flush=True)
             resume = ["--runs-root", RUNS, "--run-name", name, "--resume"]
             command = [sys.executable, "-m", f"podracer.{task.runtime}.cli", *resume]
-            subprocess.run(command, check=True, timeout=timeout)
+            if not run_watched(command, run_dir, stall):
+                raise SystemExit(f"{task.name}: {name} stalled twice; see {run_dir}")
         open(os.path.join(run_dir, "finished"), "w").close()
     return time.perf_counter() - start
 
@@ -219,8 +243,9 @@ def main() -> None:
                         help="recompute the summaries of tasks already run (from runs/suite, "
                         "else the committed records): after a reference changed")  # fmt: skip
     parser.add_argument("--list", action="store_true")
-    parser.add_argument("--timeout", type=float, default=3600.0,
-                        help="seconds per run before it is stopped and resumed once")
+    parser.add_argument("--stall-seconds", type=float, default=900.0,
+                        help="a run whose metrics do not grow for this long is stopped "
+                        "and resumed once")  # fmt: skip
     args = parser.parse_args()
     known = {t.name: t for t in TASKS}
     if args.list:
@@ -240,7 +265,7 @@ def main() -> None:
         if args.force:
             for name in run_names(task, args.seeds):
                 shutil.rmtree(os.path.join(RUNS, name), ignore_errors=True)
-        seconds = train(task, args.seeds, args.timeout)
+        seconds = train(task, args.seeds, args.stall_seconds)
         record = summarize(task, args.seeds)
         print(f"== {task.name}: IQM {record['final_iqm']:.1f}, mean {record['final_mean']:.1f} "
               f"({seconds:.0f} s)", flush=True)  # fmt: skip
