@@ -256,11 +256,12 @@ def main() -> None:
         parser.error(f"unknown tasks {unknown}; --list shows them")
     for task in [known[n] for n in args.tasks] if args.tasks else TASKS:
         done = os.path.join(RESULTS, task.name, "summary.json")
-        if os.path.exists(done) and args.resummarize:
-            with open(done) as f:
-                summarize(task, json.load(f)["seeds"])
+        if args.resummarize:  # tasks not run yet are left alone
+            if os.path.exists(done):
+                with open(done) as f:
+                    summarize(task, json.load(f)["seeds"])
             continue
-        if os.path.exists(done) and not args.force or args.resummarize:
+        if os.path.exists(done) and not args.force:
             continue
         if args.force:
             for name in run_names(task, args.seeds):
