@@ -31,6 +31,7 @@ ENVS = {
     "atari": {"sebulba": "envpool:Pong-v5"},
     "mujoco": {"sebulba": "envpool:HalfCheetah-v4"},
     "Acrobot-v1": {"anakin": "gymnax:Acrobot-v1", "sebulba": "envpool:Acrobot-v1"},
+    "MountainCar-v0": {"anakin": "gymnax:MountainCar-v0", "sebulba": "envpool:MountainCar-v0"},
 }
 CASES = [
     pytest.param(agent, family, runtime, id=f"{agent}-{family}-{runtime}")
