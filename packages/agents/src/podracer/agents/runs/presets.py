@@ -150,20 +150,20 @@ register_preset("pqn", "minatar", Preset(
     "PQN's published MinAtar settings (purejaxql pqn_minatar.yaml): 128 envs x 32 steps, "
     "2 epochs x 32 minibatches, MinAtar CNN with LayerNorm, RAdam 5e-4 annealed",
 ))  # fmt: skip
+_CLASSIC_PQN = PQNConfig(learning_rate=1e-4, lambda_=0.95, reward_scale=0.1, epsilon=0.2,
+                         epsilon_decay=0.2, num_epochs=4, num_minibatches=16,
+                         hidden_sizes=(256, 256), optimizer="radam")  # fmt: skip
+_CLASSIC_PQN_LAYOUT = {
+    "anakin": dict(num_envs=32, rollout_length=64, updates_per_chunk=20, total_env_steps=500_000),
+    "sebulba": dict(envs_per_thread=32, rollout_length=64, total_env_steps=500_000),
+}  # fmt: skip
 register_preset("pqn", "classic", Preset(
-    PQNConfig(learning_rate=1e-4, lambda_=0.95, reward_scale=0.1, epsilon=0.2, epsilon_decay=0.2,
-              num_epochs=4, num_minibatches=16, hidden_sizes=(256, 256), optimizer="radam"),
-    {"anakin": dict(num_envs=32, rollout_length=64, updates_per_chunk=20, total_env_steps=500_000),
-     "sebulba": dict(envs_per_thread=32, rollout_length=64, total_env_steps=500_000)},
+    _CLASSIC_PQN, _CLASSIC_PQN_LAYOUT,
     "PQN's CartPole settings (purejaxql pqn_cartpole.yaml): 32 envs x 64 steps, 4 epochs x 16 "
     "minibatches, MLP 256x2 with LayerNorm, rewards x 0.1, epsilon 1 -> 0.2 over 20%",
 ))  # fmt: skip
 register_preset("pqn", "MountainCar-v0", Preset(
-    PQNConfig(learning_rate=1e-3, lambda_=0.95, reward_scale=0.1, epsilon=0.05,
-              epsilon_decay=0.2, num_epochs=4, num_minibatches=16, hidden_sizes=(256, 256),
-              optimizer="radam"),
-    {"anakin": dict(num_envs=32, rollout_length=64, updates_per_chunk=20, total_env_steps=500_000),
-     "sebulba": dict(envs_per_thread=32, rollout_length=64, total_env_steps=500_000)},
+    dataclasses.replace(_CLASSIC_PQN, learning_rate=1e-3, epsilon=0.05), _CLASSIC_PQN_LAYOUT,
     "the classic PQN preset with lr 1e-3 and a final epsilon of 0.05 (tried beside 1e-4 / "
     "0.2 and 3e-3): greedy IQM over 5 seeds at 5e5 steps -115.4, the classic one -145.8",
 ))  # fmt: skip
