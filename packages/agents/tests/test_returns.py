@@ -10,6 +10,7 @@ import pytest
 
 from podracer.agents import bootstrap_values
 from podracer.agents import boundaries
+from podracer.agents import final_values as final_values_of
 from podracer.agents import lambda_advantages
 from podracer.agents import vtrace
 
@@ -98,6 +99,27 @@ def test_bootstrap_values_use_final_observation_only_at_truncation(jax_env_case)
     expected[3, 0] = final_values[3, 0]  # truncated at step 4 = transition 3
     np.testing.assert_array_equal(v_t, expected)
     np.testing.assert_array_equal(bootstrap_values(values, None, ts), values[1:])
+
+
+def test_final_values_pair_each_final_observation_with_the_core_before_it(make_timestep):
+    """Row t+1's final observation is valued from the core after row t; none without
+    truncation or without final observations (envpool's layout)."""
+    truncated = np.zeros((4, 2), bool)
+    truncated[2, 1] = True
+    ts = make_timestep(np.zeros((4, 2)), truncated=truncated, obs_shape=(3,))
+    cores = (jnp.arange(8.0).reshape(4, 2),)  # the states after each of the T+1 rows
+
+    def value_fn(observation, cores):
+        return observation.sum(-1) + 100.0 * cores[0]
+
+    v = final_values_of(value_fn, ts, can_truncate=True, cores=cores)
+    expected = ts.final_observation[1:].sum(-1) + 100.0 * cores[0][:-1]
+    np.testing.assert_allclose(v, expected)
+    feed_forward = final_values_of(lambda o, c: o.sum(-1), ts, can_truncate=True)
+    np.testing.assert_allclose(feed_forward, ts.final_observation[1:].sum(-1))
+    assert final_values_of(value_fn, ts, can_truncate=False, cores=cores) is None
+    envpool = make_timestep(np.zeros((4, 2)), final_observation=None)
+    assert final_values_of(value_fn, envpool, can_truncate=True, cores=cores) is None
 
 
 @JIT_OR_NOT

@@ -85,6 +85,7 @@ _NAMES = {
         "Boundaries",
         "bootstrap_values",
         "boundaries",
+        "final_values",
         "lambda_advantages",
         "vtrace",
     ],

@@ -79,11 +79,9 @@ def make_impala(
         # [T+1, B, ...], [T+1, B]; a recurrent core unrolls from the trajectory's start state.
         (dist, values), cores = forward_all(params, ts.observation, ts.first, trajectory.core)
         bounds = returns.boundaries(ts, config.gamma)
-        final_v = None
-        if spec.can_truncate and ts.final_observation is not None:
-            # A final observation follows the state before the next step's reset.
-            cores = jax.tree.map(lambda c: c[:-1], cores) if recurrent else None
-            final_v = apply(params, ts.final_observation[1:], cores, method="value")
+        final_v = returns.final_values(
+            lambda o, c: apply(params, o, c, method="value"), ts, spec.can_truncate, cores
+        )
         v_t = jax.lax.stop_gradient(returns.bootstrap_values(values, final_v, ts))
         a_tm1 = trajectory.action[:-1]
         extras_tm1 = {k: x[:-1] for k, x in trajectory.extras.items() if k == "raw_action"}

@@ -193,11 +193,11 @@ def make_muzero(
         _, value_logits = net.apply(params, latents, method=MuZeroNetwork.predict)
         values = config.value_support.logits_to_scalar(value_logits)
         boot = trajectory.extras["root_value"] if config.value_bootstrap == "search" else values
-        final_v = None
-        if spec.can_truncate and ts.final_observation is not None:
-            final_v = model.prediction(
-                params, model.representation(params, ts.final_observation[1:])
-            ).value
+        final_v = returns.final_values(
+            lambda o, _: model.prediction(params, model.representation(params, o)).value,
+            ts,
+            spec.can_truncate,
+        )
         v_t = jax.lax.stop_gradient(returns.bootstrap_values(boot, final_v, ts))
         g = n_step_returns(bounds.reward, bounds.discount, bounds.cut, v_t, config.td_steps)
         g = jnp.concatenate([g, jax.lax.stop_gradient(boot[-1:])], axis=0)  # state T: its own

@@ -120,13 +120,14 @@ def make_ppo(
         ts = trajectory.timestep
         bounds = returns.boundaries(ts, config.gamma)
         values = trajectory.extras["value"]  # behaviour values [T+1, B]
-        final_v = None
-        if spec.can_truncate and ts.final_observation is not None:
-            cores = None
-            if recurrent:  # a final observation follows the state before the next reset
-                _, cores = forward_all(params, ts.observation, ts.first, trajectory.core)
-                cores = jax.tree.map(lambda c: c[:-1], cores)
-            final_v = apply(params, ts.final_observation[1:], cores, method="value")
+        # Acting's values are reused; a recurrent core is unrolled only for the final
+        # observations' values (XLA drops it when the env never truncates).
+        cores = ()
+        if recurrent:
+            _, cores = forward_all(params, ts.observation, ts.first, trajectory.core)
+        final_v = returns.final_values(
+            lambda o, c: apply(params, o, c, method="value"), ts, spec.can_truncate, cores
+        )
         v_t = jax.lax.stop_gradient(returns.bootstrap_values(values, final_v, ts))
         advantage = returns.lambda_advantages(values[:-1], v_t, bounds, config.gae_lambda)
         return _Batch(

@@ -107,11 +107,9 @@ def make_qlambda(
         q, cores = forward_all(params, ts.observation, ts.first, trajectory.core)  # [T+1, B, A]
         bounds = returns.boundaries(ts, config.gamma)
         bounds = bounds._replace(reward=bounds.reward * config.reward_scale)
-        final_v = None
-        if spec.can_truncate and ts.final_observation is not None:
-            # A final observation follows the state before the next step's reset.
-            cores = jax.tree.map(lambda c: c[:-1], cores) if recurrent else None
-            final_v = jnp.max(net.apply(params, ts.final_observation[1:], cores), axis=-1)
+        final_v = returns.final_values(
+            lambda o, c: jnp.max(net.apply(params, o, c), axis=-1), ts, spec.can_truncate, cores
+        )
         v_t = returns.bootstrap_values(jnp.max(q, axis=-1), final_v, ts)
         lambda_t = config.lambda_ * (1.0 - bounds.cut.astype(jnp.float32))
         targets = jax.vmap(rlax.lambda_returns, in_axes=1, out_axes=1)(

@@ -15,6 +15,8 @@ serves V-trace, PPO and Q(lambda).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
 from typing import NamedTuple
 
 import chex
@@ -53,6 +55,26 @@ def bootstrap_values(
     if final_values is None:
         return values[1:]
     return jnp.where(timestep.truncated[1:], final_values, values[1:])
+
+
+def final_values(
+    value_fn: Callable[[chex.Array, Any], chex.Array],
+    timestep: TimeStep,
+    can_truncate: bool,
+    cores: Any = (),
+) -> chex.Array | None:
+    """Values `[T, B]` of `final_observation[1:]`, the states truncated episodes end in,
+    for `bootstrap_values`; None when the env never truncates or gives no final observation.
+
+    `value_fn(observation [T, B, ...], cores [T, B, ...])` is the value network's forward.
+    `cores` are a recurrent network's states after each row of the trajectory (`unroll`'s,
+    `[T+1, B, ...]`; () feed-forward): `final_observation[t+1]` follows the state after row
+    t, the one the next step's reset discarded.
+    """
+    if not can_truncate or timestep.final_observation is None:
+        return None
+    cores = jax.tree.map(lambda c: c[:-1], cores)
+    return value_fn(timestep.final_observation[1:], cores)
 
 
 def _per_sequence(fn, *args):
