@@ -20,6 +20,8 @@ from podracer.agents import QLambdaConfig
         (ImpalaConfig, "entropy_cost", -1.0),
         (ImpalaConfig, "clip_rho_threshold", 0.0),
         (ImpalaConfig, "torso", "bogus"),
+        (ImpalaConfig, "num_minibatches", 0),
+        (ImpalaConfig, "clip_eps", 0.0),
         (PPOConfig, "num_minibatches", 0),
         (PPOConfig, "num_epochs", 2.5),
         (PPOConfig, "clip_eps", -0.2),
@@ -40,3 +42,8 @@ def test_defaults_are_valid_frozen_and_hashable(config_cls):
         config.gamma = 0.5
     assert hash(config) == hash(config_cls())
     assert dataclasses.replace(config, gamma=0.5).gamma == 0.5
+
+
+def test_impala_value_statistics_rule_out_sample_reuse():
+    with pytest.raises(ValueError, match=r"ImpalaConfig\.normalize_values must be False with"):
+        ImpalaConfig(normalize_values=True, num_epochs=2)

@@ -1,4 +1,6 @@
-"""IMPALA: the V-trace actor-critic loss against a numpy reimplementation."""
+"""IMPALA: the V-trace actor-critic loss against a numpy reimplementation; APPO's reuse."""
+
+import dataclasses
 
 import chex
 import jax
@@ -144,6 +146,45 @@ def test_update_lowers_the_loss_without_retracing(agent, params, vector_spec, ra
         "losses/total",
         "losses/grad_norm",
     }
+
+
+def test_appo_has_impalas_gradient_on_policy(agent, params, vector_spec, random_trajectory):
+    """Acting with the current policy (ratio 1, inside the clip), the clipped surrogate of
+    the V-trace advantage differentiates to IMPALA's policy gradient; off it, they part."""
+    appo = make_impala(vector_spec, dataclasses.replace(CONFIG, clip_eps=0.2))
+    traj = random_trajectory(vector_spec, T, B, extras={"logits": behaviour_logits(vector_spec)})
+    net = ActorCritic(vector_spec.num_actions, "mlp", 1, CONFIG.hidden_sizes, CONFIG.activation)
+    on_policy = traj._replace(extras={"logits": net.apply(params, traj.timestep.observation)[0]})
+    grad = lambda a, t: jax.grad(a.loss, has_aux=True)(params, t, jax.random.key(0))[0]  # noqa: E731
+    chex.assert_trees_all_close(grad(appo, on_policy), grad(agent, on_policy), rtol=1e-5, atol=1e-7)
+    off = optax_norm(jax.tree.map(jnp.subtract, grad(appo, traj), grad(agent, traj)))
+    assert float(off) > 1e-3
+
+
+def test_reuse_makes_epochs_of_gradient_steps(params, vector_spec, random_trajectory):
+    """Two epochs of one minibatch are two of IMPALA's steps, V-trace recomputed between."""
+    traj = random_trajectory(vector_spec, T, B, extras={"logits": behaviour_logits(vector_spec)})
+    once = make_impala(vector_spec, CONFIG)
+    twice = make_impala(vector_spec, dataclasses.replace(CONFIG, num_epochs=2))
+    key = jax.random.key(0)
+    p, opt = params, once.optimizer.init(params)
+    for _ in range(2):
+        p, opt, _ = jax.jit(once.update)(p, opt, traj, key)
+    q, _, metrics = jax.jit(twice.update)(params, twice.optimizer.init(params), traj, key)
+    chex.assert_trees_all_close(q, p, rtol=1e-5, atol=1e-7)
+    assert {"losses/total", "losses/policy", "losses/grad_norm"} <= set(metrics)
+
+
+def test_appo_minibatches_of_whole_sequences_lower_the_loss(params, vector_spec, random_trajectory):
+    config = dataclasses.replace(CONFIG, clip_eps=0.2, num_epochs=2, num_minibatches=2)
+    agent = make_impala(vector_spec, config)
+    traj = random_trajectory(vector_spec, T, B, extras={"logits": behaviour_logits(vector_spec)})
+    update = jax.jit(agent.update)
+    p, opt_state, losses = params, agent.optimizer.init(params), []
+    for i in range(4):
+        p, opt_state, metrics = update(p, opt_state, traj, jax.random.key(i))
+        losses.append(float(metrics["losses/value"]))
+    assert losses[-1] < losses[0]
 
 
 def test_gradients_are_finite_on_uint8_frames(frames_spec, random_trajectory, cheap_init):

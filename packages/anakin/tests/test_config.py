@@ -2,6 +2,7 @@
 
 import pytest
 
+from podracer.agents import ImpalaConfig
 from podracer.agents import PPOConfig
 from podracer.agents.validation import ConfigError
 from podracer.anakin import AnakinConfig
@@ -45,6 +46,15 @@ def test_cli_reports_bad_input_without_a_traceback(capsys):
     )
     assert main(["--env", "gymnax:CartPol-v1"]) == 2
     assert "CartPole-v1" in capsys.readouterr().err
+
+
+def test_impala_minibatches_split_the_envs_even_without_a_core():
+    appo = ImpalaConfig(num_epochs=2, num_minibatches=4, clip_eps=0.2)
+    config = AnakinConfig(agent="impala", agent_config=appo, num_envs=8, rollout_length=6)
+    config.check_devices(2)  # 4 envs a device in 4 minibatches; the rollout need not divide
+    with pytest.raises(ConfigError, match=r"AnakinConfig.num_envs must be such that each "
+                       r"device's 2 envs are divisible by ImpalaConfig.num_minibatches=4"):
+        config.check_devices(4)
 
 
 def test_a_recurrent_agent_needs_envs_its_minibatches_divide():

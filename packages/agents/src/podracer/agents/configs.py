@@ -9,6 +9,7 @@ values that learn a given task family are presets (`podracer.agents.runs.presets
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 from typing import Literal
 
 from podracer.agents.validation import check_choice
@@ -52,6 +53,21 @@ def _check_continuous(cfg) -> None:
     check_positive(cfg, "observation_clip")
 
 
+class _Minibatched:
+    """A config whose updates split each rollout into minibatches (`learn.minibatch_update`)."""
+
+    # The loss runs along each sequence (V-trace), so minibatches always hold whole ones.
+    _loss_along_sequences: ClassVar[bool] = False
+
+    @property
+    def minibatch_split(self) -> Literal["time", "envs"]:
+        """What minibatches split: the rollout's time steps, or its envs (whole sequences,
+        from their start states) for a recurrent core or a loss along sequences."""
+        if self._loss_along_sequences or self.core != "none":
+            return "envs"
+        return "time"
+
+
 @dataclasses.dataclass(frozen=True)
 class ReplayConfig:
     """Sequence replay for an agent's learner; sizes are global (split over devices).
@@ -85,7 +101,7 @@ class ReplayConfig:
 
 
 @dataclasses.dataclass(frozen=True)
-class QLambdaConfig:
+class QLambdaConfig(_Minibatched):
     """Q(lambda): the Podracer paper's Anakin demo agent (epsilon 0: its greedy acting).
 
     With `layer_norm`, several epochs of minibatches, an epsilon schedule and an annealed
@@ -152,10 +168,14 @@ class PQNConfig(QLambdaConfig):
 
 
 @dataclasses.dataclass(frozen=True)
-class ImpalaConfig:
-    """IMPALA: V-trace actor-critic (Espeholt et al., 2018)."""
+class ImpalaConfig(_Minibatched):
+    """IMPALA: V-trace actor-critic (Espeholt et al., 2018); with `clip_eps` and sample
+    reuse, APPO (V-trace targets, PPO's clipped surrogate)."""
+
+    _loss_along_sequences: ClassVar[bool] = True
 
     learning_rate: float = 6e-4
+    anneal_lr: bool = False  # linearly to 0 over the run's updates
     gamma: float = 0.99
     lambda_: float = 1.0  # V-trace lambda (the paper's c-bar trace coefficient scale)
     entropy_cost: float = 0.01
@@ -163,6 +183,14 @@ class ImpalaConfig:
     clip_rho_threshold: float = 1.0
     clip_pg_rho_threshold: float = 1.0
     max_grad_norm: float | None = 40.0
+    # Sample reuse: num_epochs passes over each trajectory, each split into num_minibatches
+    # gradient steps on whole sequences (V-trace runs along them), V-trace correcting for
+    # the policy having moved since acting. Reuse wants a trust region: with clip_eps the
+    # policy loss is PPO's clipped surrogate of the V-trace advantages (APPO); None:
+    # IMPALA's importance-weighted policy gradient.
+    num_epochs: int = 1
+    num_minibatches: int = 1  # per epoch; splits each device's envs
+    clip_eps: float | None = None
     torso: Torso = "auto"
     hidden_sizes: tuple[int, ...] = (64, 64)
     activation: str = "tanh"
@@ -193,6 +221,12 @@ class ImpalaConfig:
         check_range(self, "lambda_", 0.0, 1.0)
         check_range(self, "entropy_cost", 0.0, float("inf"))
         check_range(self, "baseline_cost", 0.0, float("inf"))
+        check_int(self, "num_epochs", "num_minibatches")
+        if self.clip_eps is not None:
+            check_positive(self, "clip_eps")
+        if self.normalize_values and self.num_epochs * self.num_minibatches > 1:
+            fail(self, "normalize_values", "False with num_epochs or num_minibatches above 1 "
+                 "(its statistics are merged after a single step per batch)")  # fmt: skip
         check_choice(self, "torso", TORSOS)
         _check_sizes(self, "hidden_sizes")
         _check_core(self)
@@ -200,7 +234,7 @@ class ImpalaConfig:
 
 
 @dataclasses.dataclass(frozen=True)
-class PPOConfig:
+class PPOConfig(_Minibatched):
     """PPO with the clipped surrogate and GAE; defaults: PureJaxRL's CartPole settings."""
 
     learning_rate: float = 2.5e-4

@@ -2,7 +2,10 @@
 
 Off-policy correct for Sebulba's policy lag: the behaviour policy's logits travel in the
 trajectory's extras, and importance ratios pi/mu correct both the value targets (v_s)
-and the policy-gradient advantages.
+and the policy-gradient advantages. The same correction covers reuse: with several
+epochs of minibatches (whole sequences) per trajectory and `clip_eps`, the policy loss
+is PPO's clipped surrogate of V-trace's advantages, APPO (as in RLlib and Sample Factory),
+since a plain policy gradient has no trust region to keep reuse stable.
 
 On a continuous box the policy is a diagonal Gaussian (`podracer.agents.policy`) and the
 behaviour log-probability of the action taken travels instead of logits (as `log_prob`,
@@ -20,7 +23,9 @@ import optax
 
 from podracer.agents import returns
 from podracer.agents.configs import ImpalaConfig
+from podracer.agents.learn import annealed
 from podracer.agents.learn import make_optimizer
+from podracer.agents.learn import minibatch_update
 from podracer.agents.learn import sgd_update
 from podracer.agents.networks import core_initializer
 from podracer.agents.networks import make_actor_critic
@@ -32,6 +37,7 @@ from podracer.agents.normalization import update_stats
 from podracer.agents.normalization import updating_statistics
 from podracer.agents.policy import action_policy
 from podracer.agents.policy import log_prob
+from podracer.agents.ppo import clipped_surrogate
 from podracer.agents.recurrent import act_step
 from podracer.agents.recurrent import unroll
 from podracer.agents.types import Agent
@@ -43,13 +49,16 @@ from podracer.envs import EnvSpec
 def make_impala(
     spec: EnvSpec, config: ImpalaConfig = ImpalaConfig(), total_updates: int | None = None
 ) -> Agent:
-    del total_updates  # constant learning rate
     net = make_actor_critic(spec, config, "ImpalaConfig")
     policy = action_policy(spec, config.squash)
     init, apply = normalized_network(
         net, spec, config.normalize_observations, config.normalize_values, config.observation_clip
     )
-    optimizer = make_optimizer(config.learning_rate, config.max_grad_norm)
+    steps_per_update = config.num_epochs * config.num_minibatches
+    learning_rate = config.learning_rate
+    if config.anneal_lr:
+        learning_rate = annealed(config.learning_rate, total_updates, steps_per_update)
+    optimizer = make_optimizer(learning_rate, config.max_grad_norm)
     if config.normalize_observations or config.normalize_values:
         optimizer = frozen_statistics(optimizer)
     recurrent = config.core != "none"
@@ -98,7 +107,13 @@ def make_impala(
             config.clip_rho_threshold,
             config.clip_pg_rho_threshold,
         )
-        pg_loss = -masked_mean(logp_tm1 * vt.pg_advantage, bounds.mask)
+        if config.clip_eps is None:
+            pg_loss = -masked_mean(logp_tm1 * vt.pg_advantage, bounds.mask)
+        else:  # APPO: the ratio to the behaviour policy weighs the unweighted advantage
+            ratio = jnp.exp(logp_tm1 - behaviour_logp_tm1)
+            advantage = vt.q_estimate - jax.lax.stop_gradient(values[:-1])
+            surrogate = clipped_surrogate(ratio, advantage, config.clip_eps)
+            pg_loss = masked_mean(surrogate, bounds.mask)
         value_tm1, target_tm1 = values[:-1], vt.value_target
         if config.normalize_values:  # the loss in normalised units
             value_tm1, target_tm1 = (
@@ -108,6 +123,7 @@ def make_impala(
         entropy = masked_mean(policy.entropy(dist_tm1), bounds.mask)
         total = pg_loss + config.baseline_cost * baseline_loss - config.entropy_cost * entropy
         metrics = {
+            "losses/total": total,
             "losses/policy": pg_loss,
             "losses/value": baseline_loss,
             "losses/entropy": entropy,
@@ -129,10 +145,15 @@ def make_impala(
         updates, opt_state = optimizer.update(grads, opt_state, params)
         new_params = optax.apply_updates(params, updates)
         stats = update_stats(params[VALUE_KEY], targets, reduce_grads, mask)
-        metrics = {**metrics, "losses/total": total, "losses/grad_norm": optax.tree.norm(grads)}
+        metrics = {**metrics, "losses/grad_norm": optax.tree.norm(grads)}
         return {**new_params, VALUE_KEY: stats}, opt_state, metrics
 
-    if not config.normalize_values:
+    if steps_per_update > 1:  # sample reuse (the config rules out value statistics here)
+        update = minibatch_update(
+            lambda params, trajectory, reduce: loss(params, trajectory, None),
+            optimizer, config.num_epochs, config.num_minibatches, split=config.minibatch_split,
+        )  # fmt: skip
+    elif not config.normalize_values:
         update = sgd_update(loss, optimizer)
 
     return Agent(

@@ -132,7 +132,7 @@ def make_qlambda(
 
     minibatches = minibatch_update(
         batch_loss, optimizer, config.num_epochs, config.num_minibatches,
-        split="envs" if recurrent else "time",
+        split=config.minibatch_split,
     )  # fmt: skip
 
     def update(params, opt_state, trajectory: Trajectory, key, reduce_grads=lambda x: x):

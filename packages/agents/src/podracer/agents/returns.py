@@ -84,7 +84,8 @@ def _per_sequence(fn, *args):
 
 class VTraceOutput(NamedTuple):
     value_target: chex.Array  # [T, B] v_s targets for v_tm1
-    pg_advantage: chex.Array  # [T, B] advantages for the policy gradient at t
+    pg_advantage: chex.Array  # [T, B] clipped-rho-weighted q_estimate - v_tm1, at t
+    q_estimate: chex.Array  # [T, B] r_t + discount_t * v_s at t+1: the action's value
 
 
 def vtrace(
@@ -120,7 +121,7 @@ def vtrace(
     q_t = bounds.reward + bounds.discount * vs_next
     pg_rho = jnp.minimum(clip_pg_rho_threshold, rho_tm1)
     pg_advantage = jax.lax.stop_gradient(pg_rho * (q_t - v_tm1))
-    return VTraceOutput(vs, pg_advantage)
+    return VTraceOutput(vs, pg_advantage, jax.lax.stop_gradient(q_t))
 
 
 def lambda_advantages(

@@ -151,18 +151,18 @@ class RunConfig:
         envs_field: str = "num_envs",
     ) -> None:
         """Fails naming both fields when the agent splits rollouts into minibatches that
-        do not divide them: the rollout's time steps (PPO, PQN), or with a recurrent core
-        each device's envs (`envs_per_device`, set by `envs_field`); called by runtimes
-        before compiling."""
+        do not divide them: the rollout's time steps (PPO, PQN), or each device's envs
+        (`envs_per_device`, set by `envs_field`) where minibatches are whole sequences (a
+        recurrent core, IMPALA); called by runtimes before compiling."""
         minibatches = getattr(self.agent_config, "num_minibatches", None)
         if not minibatches:
             return
         owner = type(self.agent_config).__name__
-        if getattr(self.agent_config, "core", "none") != "none":
+        if self.agent_config.minibatch_split == "envs":
             if envs_per_device % minibatches:
                 fail(self, envs_field, f"such that each device's {envs_per_device} envs are "
-                     f"divisible by {owner}.num_minibatches={minibatches} (a recurrent core's "
-                     "minibatches split the envs)")  # fmt: skip
+                     f"divisible by {owner}.num_minibatches={minibatches} (its minibatches "
+                     "are whole sequences: they split the envs)")  # fmt: skip
         elif rollout_length % minibatches:
             fail(self, field, f"divisible by {owner}.num_minibatches={minibatches}",
                  rollout_length)  # fmt: skip
