@@ -23,7 +23,7 @@ import optax
 
 from podracer.agents import returns
 from podracer.agents.configs import ImpalaConfig
-from podracer.agents.learn import annealed
+from podracer.agents.learn import config_learning_rate
 from podracer.agents.learn import make_optimizer
 from podracer.agents.learn import minibatch_update
 from podracer.agents.learn import sgd_update
@@ -46,6 +46,41 @@ from podracer.agents.types import masked_mean
 from podracer.envs import EnvSpec
 
 
+def policy_loss(
+    logp: chex.Array,
+    behaviour_logp: chex.Array,
+    vt: returns.VTraceOutput,
+    value: chex.Array,
+    mask: chex.Array,
+    clip_eps: float | None,
+) -> chex.Array:
+    """IMPALA's policy-gradient loss, V-trace's clipped-rho-weighted advantages times the
+    log-probabilities `[T, B]`; with `clip_eps`, APPO's: PPO's clipped surrogate of the
+    ratio to the behaviour policy and the unweighted advantage (the ratio weighs it)."""
+    if clip_eps is None:
+        return -masked_mean(logp * vt.pg_advantage, mask)
+    ratio = jnp.exp(logp - behaviour_logp)
+    advantage = vt.q_estimate - jax.lax.stop_gradient(value)
+    return masked_mean(clipped_surrogate(ratio, advantage, clip_eps), mask)
+
+
+def _step_then_value_statistics(loss_and_targets, optimizer: optax.GradientTransformation):
+    """`sgd_update`'s step, then the value targets it trained on merged into the value
+    statistics (V-trace's targets need the values first, so they follow the step)."""
+
+    def update(params, opt_state, trajectory: Trajectory, key, reduce_grads=lambda x: x):
+        grad_fn = jax.value_and_grad(loss_and_targets, has_aux=True)
+        (total, (metrics, targets, mask)), grads = grad_fn(params, trajectory, key)
+        grads, metrics, total = reduce_grads((grads, metrics, total))
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        new_params = optax.apply_updates(params, updates)
+        stats = update_stats(params[VALUE_KEY], targets, reduce_grads, mask)
+        metrics = {**metrics, "losses/grad_norm": optax.tree.norm(grads)}
+        return {**new_params, VALUE_KEY: stats}, opt_state, metrics
+
+    return update
+
+
 def make_impala(
     spec: EnvSpec, config: ImpalaConfig = ImpalaConfig(), total_updates: int | None = None
 ) -> Agent:
@@ -54,11 +89,7 @@ def make_impala(
     init, apply = normalized_network(
         net, spec, config.normalize_observations, config.normalize_values, config.observation_clip
     )
-    steps_per_update = config.num_epochs * config.num_minibatches
-    learning_rate = config.learning_rate
-    if config.anneal_lr:
-        learning_rate = annealed(config.learning_rate, total_updates, steps_per_update)
-    optimizer = make_optimizer(learning_rate, config.max_grad_norm)
+    optimizer = make_optimizer(config_learning_rate(config, total_updates), config.max_grad_norm)
     if config.normalize_observations or config.normalize_values:
         optimizer = frozen_statistics(optimizer)
     recurrent = config.core != "none"
@@ -107,13 +138,9 @@ def make_impala(
             config.clip_rho_threshold,
             config.clip_pg_rho_threshold,
         )
-        if config.clip_eps is None:
-            pg_loss = -masked_mean(logp_tm1 * vt.pg_advantage, bounds.mask)
-        else:  # APPO: the ratio to the behaviour policy weighs the unweighted advantage
-            ratio = jnp.exp(logp_tm1 - behaviour_logp_tm1)
-            advantage = vt.q_estimate - jax.lax.stop_gradient(values[:-1])
-            surrogate = clipped_surrogate(ratio, advantage, config.clip_eps)
-            pg_loss = masked_mean(surrogate, bounds.mask)
+        pg_loss = policy_loss(
+            logp_tm1, behaviour_logp_tm1, vt, values[:-1], bounds.mask, config.clip_eps
+        )
         value_tm1, target_tm1 = values[:-1], vt.value_target
         if config.normalize_values:  # the loss in normalised units
             value_tm1, target_tm1 = (
@@ -136,24 +163,14 @@ def make_impala(
         total, (metrics, _, _) = loss_and_targets(params, trajectory, key)
         return total, metrics
 
-    def update(params, opt_state, trajectory: Trajectory, key, reduce_grads=lambda x: x):
-        """`sgd_update`'s step, then the value targets it trained on merged into the value
-        statistics (V-trace's targets need the values first, so they follow the step)."""
-        grad_fn = jax.value_and_grad(loss_and_targets, has_aux=True)
-        (total, (metrics, targets, mask)), grads = grad_fn(params, trajectory, key)
-        grads, metrics, total = reduce_grads((grads, metrics, total))
-        updates, opt_state = optimizer.update(grads, opt_state, params)
-        new_params = optax.apply_updates(params, updates)
-        stats = update_stats(params[VALUE_KEY], targets, reduce_grads, mask)
-        metrics = {**metrics, "losses/grad_norm": optax.tree.norm(grads)}
-        return {**new_params, VALUE_KEY: stats}, opt_state, metrics
-
-    if steps_per_update > 1:  # sample reuse (the config rules out value statistics here)
+    if config.num_epochs * config.num_minibatches > 1:  # reuse; no value statistics (config)
         update = minibatch_update(
             lambda params, trajectory, reduce: loss(params, trajectory, None),
             optimizer, config.num_epochs, config.num_minibatches, split=config.minibatch_split,
         )  # fmt: skip
-    elif not config.normalize_values:
+    elif config.normalize_values:
+        update = _step_then_value_statistics(loss_and_targets, optimizer)
+    else:
         update = sgd_update(loss, optimizer)
 
     return Agent(

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 
 from podracer.agents import returns
 from podracer.agents.configs import PPOConfig
-from podracer.agents.learn import annealed
+from podracer.agents.learn import config_learning_rate
 from podracer.agents.learn import make_optimizer
 from podracer.agents.learn import minibatch_update
 from podracer.agents.networks import core_initializer
@@ -95,11 +95,9 @@ def make_ppo(
     init, apply = normalized_network(
         net, spec, config.normalize_observations, config.normalize_values, config.observation_clip
     )
-    steps_per_update = config.num_epochs * config.num_minibatches
-    learning_rate = config.learning_rate
-    if config.anneal_lr:
-        learning_rate = annealed(config.learning_rate, total_updates, steps_per_update)
-    optimizer = make_optimizer(learning_rate, config.max_grad_norm, eps=1e-5)
+    optimizer = make_optimizer(
+        config_learning_rate(config, total_updates), config.max_grad_norm, eps=1e-5
+    )
     if config.normalize_observations or config.normalize_values:
         optimizer = frozen_statistics(optimizer)
     recurrent = config.core != "none"

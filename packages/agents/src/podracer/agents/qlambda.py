@@ -27,7 +27,7 @@ import rlax
 from podracer.agents import returns
 from podracer.agents.configs import PQNConfig
 from podracer.agents.configs import QLambdaConfig
-from podracer.agents.learn import annealed
+from podracer.agents.learn import config_learning_rate
 from podracer.agents.learn import make_optimizer
 from podracer.agents.learn import minibatch_update
 from podracer.agents.networks import QNetwork
@@ -81,11 +81,9 @@ def make_qlambda(
         config.core,
         config.core_size,
     )
-    steps_per_update = config.num_epochs * config.num_minibatches
-    learning_rate = config.learning_rate
-    if config.anneal_lr:
-        learning_rate = annealed(config.learning_rate, total_updates, steps_per_update)
-    optimizer = make_optimizer(learning_rate, config.max_grad_norm, name=config.optimizer)
+    optimizer = make_optimizer(
+        config_learning_rate(config, total_updates), config.max_grad_norm, name=config.optimizer
+    )
     epsilon = epsilon_schedule(config, total_updates)
     recurrent = config.core != "none"
     forward, forward_all = act_step(net.apply, recurrent), unroll(net.apply, recurrent)
