@@ -185,6 +185,7 @@ def test_appo_minibatches_of_whole_sequences_lower_the_loss(params, vector_spec,
         p, opt_state, metrics = update(p, opt_state, traj, jax.random.key(i))
         losses.append(float(metrics["losses/value"]))
     assert losses[-1] < losses[0]
+    assert {"agent/approx_kl", "agent/clip_fraction"} <= set(metrics)
 
 
 def test_gradients_are_finite_on_uint8_frames(frames_spec, random_trajectory, cheap_init):

@@ -38,6 +38,7 @@ from podracer.agents.normalization import updating_statistics
 from podracer.agents.policy import action_policy
 from podracer.agents.policy import log_prob
 from podracer.agents.ppo import clipped_surrogate
+from podracer.agents.ppo import ratio_metrics
 from podracer.agents.recurrent import act_step
 from podracer.agents.recurrent import unroll
 from podracer.agents.types import Agent
@@ -157,6 +158,9 @@ def make_impala(
             "agent/rho_mean": masked_mean(rho_tm1, bounds.mask),
             "agent/value_mean": masked_mean(values[:-1], bounds.mask),
         }
+        if config.clip_eps is not None:  # APPO: how far reuse moved the policy
+            ratio = jnp.exp(logp_tm1 - behaviour_logp_tm1)
+            metrics.update(ratio_metrics(ratio, bounds.mask, config.clip_eps))
         return total, (metrics, vt.value_target, bounds.mask)
 
     def loss(params, trajectory: Trajectory, key: chex.PRNGKey):

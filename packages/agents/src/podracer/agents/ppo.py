@@ -75,6 +75,16 @@ def clipped_surrogate(ratio: chex.Array, advantage: chex.Array, clip_eps: float)
     return -jnp.minimum(ratio * advantage, clipped * advantage)
 
 
+def ratio_metrics(ratio: chex.Array, mask: chex.Array, clip_eps: float) -> dict[str, chex.Array]:
+    """How far the policy has moved from the one that acted: the KL estimate
+    `(r - 1) - log r` and the fraction of samples the clip holds."""
+    clipped = (jnp.abs(ratio - 1.0) > clip_eps).astype(jnp.float32)
+    return {
+        "agent/approx_kl": masked_mean((ratio - 1.0) - jnp.log(ratio), mask),
+        "agent/clip_fraction": masked_mean(clipped, mask),
+    }
+
+
 def value_error(
     value: chex.Array, behaviour_value: chex.Array, target: chex.Array, clip: float | None
 ) -> chex.Array:
@@ -164,10 +174,7 @@ def make_ppo(
             "losses/policy": pg_loss,
             "losses/value": value_loss,
             "losses/entropy": entropy,
-            "agent/approx_kl": masked_mean((ratio - 1.0) - jnp.log(ratio), batch.mask),
-            "agent/clip_fraction": masked_mean(
-                (jnp.abs(ratio - 1.0) > config.clip_eps).astype(jnp.float32), batch.mask
-            ),
+            **ratio_metrics(ratio, batch.mask, config.clip_eps),
         }
         return total, metrics
 
