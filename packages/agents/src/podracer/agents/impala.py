@@ -49,7 +49,7 @@ from podracer.envs import EnvSpec
 
 def policy_loss(
     logp: chex.Array,
-    behaviour_logp: chex.Array,
+    ratio: chex.Array,
     vt: returns.VTraceOutput,
     value: chex.Array,
     mask: chex.Array,
@@ -57,10 +57,10 @@ def policy_loss(
 ) -> chex.Array:
     """IMPALA's policy-gradient loss, V-trace's clipped-rho-weighted advantages times the
     log-probabilities `[T, B]`; with `clip_eps`, APPO's: PPO's clipped surrogate of the
-    ratio to the behaviour policy and the unweighted advantage (the ratio weighs it)."""
+    ratio to the behaviour policy `exp(logp - behaviour logp)` and the unweighted advantage
+    (the ratio weighs it)."""
     if clip_eps is None:
         return -masked_mean(logp * vt.pg_advantage, mask)
-    ratio = jnp.exp(logp - behaviour_logp)
     advantage = vt.q_estimate - jax.lax.stop_gradient(value)
     return masked_mean(clipped_surrogate(ratio, advantage, clip_eps), mask)
 
@@ -128,8 +128,8 @@ def make_impala(
         extras_tm1 = {k: x[:-1] for k, x in trajectory.extras.items() if k == "raw_action"}
         dist_tm1 = jax.tree.map(lambda x: x[:-1], dist)
         logp_tm1 = policy.log_prob(dist_tm1, a_tm1, extras_tm1)
-        behaviour_logp_tm1 = behaviour_log_prob(trajectory)
-        rho_tm1 = jnp.exp(jax.lax.stop_gradient(logp_tm1) - behaviour_logp_tm1)
+        ratio_tm1 = jnp.exp(logp_tm1 - behaviour_log_prob(trajectory))
+        rho_tm1 = jax.lax.stop_gradient(ratio_tm1)
         vt = returns.vtrace(
             jax.lax.stop_gradient(values[:-1]),
             v_t,
@@ -139,9 +139,7 @@ def make_impala(
             config.clip_rho_threshold,
             config.clip_pg_rho_threshold,
         )
-        pg_loss = policy_loss(
-            logp_tm1, behaviour_logp_tm1, vt, values[:-1], bounds.mask, config.clip_eps
-        )
+        pg_loss = policy_loss(logp_tm1, ratio_tm1, vt, values[:-1], bounds.mask, config.clip_eps)
         value_tm1, target_tm1 = values[:-1], vt.value_target
         if config.normalize_values:  # the loss in normalised units
             value_tm1, target_tm1 = (
@@ -159,8 +157,7 @@ def make_impala(
             "agent/value_mean": masked_mean(values[:-1], bounds.mask),
         }
         if config.clip_eps is not None:  # APPO: how far reuse moved the policy
-            ratio = jnp.exp(logp_tm1 - behaviour_logp_tm1)
-            metrics.update(ratio_metrics(ratio, bounds.mask, config.clip_eps))
+            metrics.update(ratio_metrics(ratio_tm1, bounds.mask, config.clip_eps))
         return total, (metrics, vt.value_target, bounds.mask)
 
     def loss(params, trajectory: Trajectory, key: chex.PRNGKey):
