@@ -50,7 +50,11 @@ _NAMES = {
         "make_optimizer",
         "sgd_update",
     ],
-    # The agents.
+    # The agents, and what the actor-critic ones build alike.
+    "actor_critic": [
+        "ActorCriticParts",
+        "actor_critic_parts",
+    ],
     "impala": [
         "make_impala",
     ],

@@ -22,25 +22,18 @@ import jax.numpy as jnp
 import optax
 
 from podracer.agents import returns
+from podracer.agents.actor_critic import ActorCriticParts
+from podracer.agents.actor_critic import actor_critic_parts
 from podracer.agents.configs import ImpalaConfig
-from podracer.agents.learn import config_learning_rate
-from podracer.agents.learn import make_optimizer
 from podracer.agents.learn import minibatch_update
 from podracer.agents.learn import sgd_update
-from podracer.agents.networks import core_initializer
-from podracer.agents.networks import make_actor_critic
 from podracer.agents.normalization import VALUE_KEY
-from podracer.agents.normalization import frozen_statistics
 from podracer.agents.normalization import normalize
-from podracer.agents.normalization import normalized_network
 from podracer.agents.normalization import update_stats
 from podracer.agents.normalization import updating_statistics
-from podracer.agents.policy import action_policy
 from podracer.agents.policy import log_prob
 from podracer.agents.ppo import clipped_surrogate
 from podracer.agents.ppo import ratio_metrics
-from podracer.agents.recurrent import act_step
-from podracer.agents.recurrent import unroll
 from podracer.agents.types import Agent
 from podracer.agents.types import Trajectory
 from podracer.agents.types import masked_mean
@@ -82,107 +75,103 @@ def _step_then_value_statistics(loss_and_targets, optimizer: optax.GradientTrans
     return update
 
 
+def behaviour_log_prob(spec: EnvSpec, trajectory: Trajectory) -> chex.Array:
+    """`[T, B]`: the log-probability of each action under the policy that acted (from its
+    logits for discrete actions; carried as `log_prob` for a box)."""
+    if spec.is_discrete:
+        return log_prob(trajectory.extras["logits"][:-1], trajectory.action[:-1])
+    return trajectory.extras["log_prob"][:-1]
+
+
+def impala_loss(
+    ac: ActorCriticParts, config: ImpalaConfig, spec: EnvSpec, params, trajectory: Trajectory
+) -> tuple[chex.Array, tuple[dict[str, chex.Array], chex.Array, chex.Array]]:
+    """`(loss, (metrics, value targets [T, B], mask [T, B]))`: V-trace's policy and
+    baseline losses and the entropy bonus on a trajectory `[T+1, B]` (the network unrolled
+    from its start state for a recurrent core)."""
+    ts = trajectory.timestep
+    (dist, values), cores = ac.forward_all(params, ts.observation, ts.first, trajectory.core)
+    bounds = returns.boundaries(ts, config.gamma)
+    final_v = returns.final_values(
+        lambda o, c: ac.apply(params, o, c, method="value"), ts, spec.can_truncate, cores
+    )
+    v_t = jax.lax.stop_gradient(returns.bootstrap_values(values, final_v, ts))
+    a_tm1 = trajectory.action[:-1]
+    extras_tm1 = {k: x[:-1] for k, x in trajectory.extras.items() if k == "raw_action"}
+    dist_tm1 = jax.tree.map(lambda x: x[:-1], dist)
+    logp_tm1 = ac.policy.log_prob(dist_tm1, a_tm1, extras_tm1)
+    ratio_tm1 = jnp.exp(logp_tm1 - behaviour_log_prob(spec, trajectory))
+    rho_tm1 = jax.lax.stop_gradient(ratio_tm1)
+    vt = returns.vtrace(
+        jax.lax.stop_gradient(values[:-1]),
+        v_t,
+        bounds,
+        rho_tm1,
+        config.lambda_,
+        config.clip_rho_threshold,
+        config.clip_pg_rho_threshold,
+    )
+    pg_loss = policy_loss(logp_tm1, ratio_tm1, vt, values[:-1], bounds.mask, config.clip_eps)
+    value_tm1, target_tm1 = values[:-1], vt.value_target
+    if config.normalize_values:  # the loss in normalised units
+        value_tm1, target_tm1 = (normalize(params[VALUE_KEY], v) for v in (value_tm1, target_tm1))
+    baseline_loss = 0.5 * masked_mean(jnp.square(target_tm1 - value_tm1), bounds.mask)
+    entropy = masked_mean(ac.policy.entropy(dist_tm1), bounds.mask)
+    total = pg_loss + config.baseline_cost * baseline_loss - config.entropy_cost * entropy
+    metrics = {
+        "losses/total": total,
+        "losses/policy": pg_loss,
+        "losses/value": baseline_loss,
+        "losses/entropy": entropy,
+        "agent/rho_mean": masked_mean(rho_tm1, bounds.mask),
+        "agent/value_mean": masked_mean(values[:-1], bounds.mask),
+    }
+    if config.clip_eps is not None:  # APPO: how far reuse moved the policy
+        metrics.update(ratio_metrics(ratio_tm1, bounds.mask, config.clip_eps))
+    return total, (metrics, vt.value_target, bounds.mask)
+
+
 def make_impala(
     spec: EnvSpec, config: ImpalaConfig = ImpalaConfig(), total_updates: int | None = None
 ) -> Agent:
-    net = make_actor_critic(spec, config, "ImpalaConfig")
-    policy = action_policy(spec, config.squash)
-    init, apply = normalized_network(
-        net, spec, config.normalize_observations, config.normalize_values, config.observation_clip
-    )
-    optimizer = make_optimizer(config_learning_rate(config, total_updates), config.max_grad_norm)
-    if config.normalize_observations or config.normalize_values:
-        optimizer = frozen_statistics(optimizer)
-    recurrent = config.core != "none"
-    forward, forward_all = act_step(apply, recurrent), unroll(apply, recurrent)
+    ac = actor_critic_parts(spec, config, "ImpalaConfig", total_updates)
 
     def act(params, key, observation, step=0, core=None, first=None):
         del step  # no schedule in acting
-        (dist, _), core = forward(params, observation, core, first)
-        action, extras = policy.sample(key, dist)
+        (dist, _), core = ac.forward(params, observation, core, first)
+        action, extras = ac.policy.sample(key, dist)
         if spec.is_discrete:
             return action, {"logits": dist}, core
-        return action, {**extras, "log_prob": policy.log_prob(dist, action, extras)}, core
-
-    def greedy_act(params, observation, core=None, first=None):
-        (dist, _), core = forward(params, observation, core, first)
-        return policy.greedy(dist), core
-
-    def behaviour_log_prob(trajectory: Trajectory) -> chex.Array:  # [T, B]
-        if spec.is_discrete:
-            return log_prob(trajectory.extras["logits"][:-1], trajectory.action[:-1])
-        return trajectory.extras["log_prob"][:-1]
+        return action, {**extras, "log_prob": ac.policy.log_prob(dist, action, extras)}, core
 
     def loss_and_targets(params, trajectory: Trajectory, key: chex.PRNGKey):
-        """`(loss, (metrics, value targets [T, B], mask [T, B]))`."""
         del key
-        ts = trajectory.timestep
-        # [T+1, B, ...], [T+1, B]; a recurrent core unrolls from the trajectory's start state.
-        (dist, values), cores = forward_all(params, ts.observation, ts.first, trajectory.core)
-        bounds = returns.boundaries(ts, config.gamma)
-        final_v = returns.final_values(
-            lambda o, c: apply(params, o, c, method="value"), ts, spec.can_truncate, cores
-        )
-        v_t = jax.lax.stop_gradient(returns.bootstrap_values(values, final_v, ts))
-        a_tm1 = trajectory.action[:-1]
-        extras_tm1 = {k: x[:-1] for k, x in trajectory.extras.items() if k == "raw_action"}
-        dist_tm1 = jax.tree.map(lambda x: x[:-1], dist)
-        logp_tm1 = policy.log_prob(dist_tm1, a_tm1, extras_tm1)
-        ratio_tm1 = jnp.exp(logp_tm1 - behaviour_log_prob(trajectory))
-        rho_tm1 = jax.lax.stop_gradient(ratio_tm1)
-        vt = returns.vtrace(
-            jax.lax.stop_gradient(values[:-1]),
-            v_t,
-            bounds,
-            rho_tm1,
-            config.lambda_,
-            config.clip_rho_threshold,
-            config.clip_pg_rho_threshold,
-        )
-        pg_loss = policy_loss(logp_tm1, ratio_tm1, vt, values[:-1], bounds.mask, config.clip_eps)
-        value_tm1, target_tm1 = values[:-1], vt.value_target
-        if config.normalize_values:  # the loss in normalised units
-            value_tm1, target_tm1 = (
-                normalize(params[VALUE_KEY], v) for v in (value_tm1, target_tm1)
-            )
-        baseline_loss = 0.5 * masked_mean(jnp.square(target_tm1 - value_tm1), bounds.mask)
-        entropy = masked_mean(policy.entropy(dist_tm1), bounds.mask)
-        total = pg_loss + config.baseline_cost * baseline_loss - config.entropy_cost * entropy
-        metrics = {
-            "losses/total": total,
-            "losses/policy": pg_loss,
-            "losses/value": baseline_loss,
-            "losses/entropy": entropy,
-            "agent/rho_mean": masked_mean(rho_tm1, bounds.mask),
-            "agent/value_mean": masked_mean(values[:-1], bounds.mask),
-        }
-        if config.clip_eps is not None:  # APPO: how far reuse moved the policy
-            metrics.update(ratio_metrics(ratio_tm1, bounds.mask, config.clip_eps))
-        return total, (metrics, vt.value_target, bounds.mask)
+        return impala_loss(ac, config, spec, params, trajectory)
 
     def loss(params, trajectory: Trajectory, key: chex.PRNGKey):
-        total, (metrics, _, _) = loss_and_targets(params, trajectory, key)
+        total, (metrics, _, _) = impala_loss(ac, config, spec, params, trajectory)
         return total, metrics
 
     if config.num_epochs * config.num_minibatches > 1:  # reuse; no value statistics (config)
         update = minibatch_update(
             lambda params, trajectory, reduce: loss(params, trajectory, None),
-            optimizer, config.num_epochs, config.num_minibatches, split=config.minibatch_split,
+            ac.optimizer, config.num_epochs, config.num_minibatches,
+            split=config.minibatch_split,
         )  # fmt: skip
     elif config.normalize_values:
-        update = _step_then_value_statistics(loss_and_targets, optimizer)
+        update = _step_then_value_statistics(loss_and_targets, ac.optimizer)
     else:
-        update = sgd_update(loss, optimizer)
+        update = sgd_update(loss, ac.optimizer)
 
     return Agent(
         name="impala",
         spec=spec,
         config=config,
-        init=init,
+        init=ac.init,
         act=act,
-        greedy_act=greedy_act,
+        greedy_act=ac.greedy_act,
         loss=loss,
-        optimizer=optimizer,
+        optimizer=ac.optimizer,
         update=updating_statistics(update, config.normalize_observations),
-        initial_core=core_initializer(net),
+        initial_core=ac.initial_core,
     )

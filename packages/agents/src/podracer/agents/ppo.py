@@ -14,6 +14,7 @@ are part of the params (`podracer.agents.normalization`).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 from typing import NamedTuple
 
@@ -22,21 +23,14 @@ import jax
 import jax.numpy as jnp
 
 from podracer.agents import returns
+from podracer.agents.actor_critic import ActorCriticParts
+from podracer.agents.actor_critic import actor_critic_parts
 from podracer.agents.configs import PPOConfig
-from podracer.agents.learn import config_learning_rate
-from podracer.agents.learn import make_optimizer
 from podracer.agents.learn import minibatch_update
-from podracer.agents.networks import core_initializer
-from podracer.agents.networks import make_actor_critic
 from podracer.agents.normalization import VALUE_KEY
-from podracer.agents.normalization import frozen_statistics
 from podracer.agents.normalization import normalize
-from podracer.agents.normalization import normalized_network
 from podracer.agents.normalization import update_stats
 from podracer.agents.normalization import updating_statistics
-from podracer.agents.policy import action_policy
-from podracer.agents.recurrent import act_step
-from podracer.agents.recurrent import unroll
 from podracer.agents.types import Agent
 from podracer.agents.types import Trajectory
 from podracer.agents.types import masked_mean
@@ -97,93 +91,88 @@ def value_error(
     return jnp.maximum(error, jnp.square(clipped - target))
 
 
+def ppo_batch(
+    ac: ActorCriticParts, config: PPOConfig, can_truncate: bool, params, trajectory: Trajectory
+) -> _Batch:
+    """A rollout's transitions with their GAE advantages and value targets, from the
+    values acting computed (a recurrent core is unrolled only for the final observations'
+    values, which XLA drops when the env never truncates)."""
+    ts = trajectory.timestep
+    bounds = returns.boundaries(ts, config.gamma)
+    values = trajectory.extras["value"]  # behaviour values [T+1, B]
+    cores = ()
+    if ac.recurrent:
+        _, cores = ac.forward_all(params, ts.observation, ts.first, trajectory.core)
+    final_v = returns.final_values(
+        lambda o, c: ac.apply(params, o, c, method="value"), ts, can_truncate, cores
+    )
+    v_t = jax.lax.stop_gradient(returns.bootstrap_values(values, final_v, ts))
+    advantage = returns.lambda_advantages(values[:-1], v_t, bounds, config.gae_lambda)
+    return _Batch(
+        ts.observation[:-1],
+        ts.first[:-1],
+        trajectory.core,
+        trajectory.action[:-1],
+        {k: trajectory.extras[k][:-1] for k in _ACTION_EXTRAS if k in trajectory.extras},
+        trajectory.extras["log_prob"][:-1],
+        values[:-1],
+        advantage,
+        advantage + values[:-1],
+        bounds.mask,
+    )
+
+
+def ppo_loss(
+    ac: ActorCriticParts, config: PPOConfig, params, batch: _Batch, reduce=lambda x: x
+) -> tuple[chex.Array, dict[str, chex.Array]]:
+    """PPO's loss on a (mini)batch: the clipped surrogate, the (clipped) value error and
+    the entropy bonus; `reduce` averages the advantage statistics over devices."""
+    (dist, value), _ = ac.forward_all(params, batch.observation, batch.first, batch.core)
+    adv = batch.advantage
+    if config.normalize_advantages:
+        adv = standardized(adv, batch.mask, reduce)
+    logp = ac.policy.log_prob(dist, batch.action, batch.action_extras)
+    ratio = jnp.exp(logp - batch.behaviour_log_prob)
+    pg_loss = masked_mean(clipped_surrogate(ratio, adv, config.clip_eps), batch.mask)
+    target, behaviour_value = batch.value_target, batch.behaviour_value
+    if config.normalize_values:  # the loss in normalised units
+        value, target, behaviour_value = (
+            normalize(params[VALUE_KEY], v) for v in (value, target, behaviour_value)
+        )
+    clip = config.clip_eps if config.clip_value_loss else None
+    value_loss = 0.5 * masked_mean(value_error(value, behaviour_value, target, clip), batch.mask)
+    entropy = masked_mean(ac.policy.entropy(dist), batch.mask)
+    total = pg_loss + config.value_cost * value_loss - config.entropy_cost * entropy
+    metrics = {
+        "losses/total": total,
+        "losses/policy": pg_loss,
+        "losses/value": value_loss,
+        "losses/entropy": entropy,
+        **ratio_metrics(ratio, batch.mask, config.clip_eps),
+    }
+    return total, metrics
+
+
 def make_ppo(
     spec: EnvSpec, config: PPOConfig = PPOConfig(), total_updates: int | None = None
 ) -> Agent:
-    net = make_actor_critic(spec, config, "PPOConfig")
-    policy = action_policy(spec, config.squash)
-    init, apply = normalized_network(
-        net, spec, config.normalize_observations, config.normalize_values, config.observation_clip
-    )
-    optimizer = make_optimizer(
-        config_learning_rate(config, total_updates), config.max_grad_norm, eps=1e-5
-    )
-    if config.normalize_observations or config.normalize_values:
-        optimizer = frozen_statistics(optimizer)
-    recurrent = config.core != "none"
-    forward, forward_all = act_step(apply, recurrent), unroll(apply, recurrent)
+    ac = actor_critic_parts(spec, config, "PPOConfig", total_updates, adam_eps=1e-5)
+    make_batch = functools.partial(ppo_batch, ac, config, spec.can_truncate)
+    batch_loss = functools.partial(ppo_loss, ac, config)
 
     def act(params, key, observation, step=0, core=None, first=None):
         del step  # no schedule in acting
-        (dist, value), core = forward(params, observation, core, first)
-        action, extras = policy.sample(key, dist)
-        logp = policy.log_prob(dist, action, extras)
+        (dist, value), core = ac.forward(params, observation, core, first)
+        action, extras = ac.policy.sample(key, dist)
+        logp = ac.policy.log_prob(dist, action, extras)
         return action, {**extras, "log_prob": logp, "value": value}, core
-
-    def greedy_act(params, observation, core=None, first=None):
-        (dist, _), core = forward(params, observation, core, first)
-        return policy.greedy(dist), core
-
-    def make_batch(params, trajectory: Trajectory) -> _Batch:
-        ts = trajectory.timestep
-        bounds = returns.boundaries(ts, config.gamma)
-        values = trajectory.extras["value"]  # behaviour values [T+1, B]
-        # Acting's values are reused; a recurrent core is unrolled only for the final
-        # observations' values (XLA drops it when the env never truncates).
-        cores = ()
-        if recurrent:
-            _, cores = forward_all(params, ts.observation, ts.first, trajectory.core)
-        final_v = returns.final_values(
-            lambda o, c: apply(params, o, c, method="value"), ts, spec.can_truncate, cores
-        )
-        v_t = jax.lax.stop_gradient(returns.bootstrap_values(values, final_v, ts))
-        advantage = returns.lambda_advantages(values[:-1], v_t, bounds, config.gae_lambda)
-        return _Batch(
-            ts.observation[:-1],
-            ts.first[:-1],
-            trajectory.core,
-            trajectory.action[:-1],
-            {k: trajectory.extras[k][:-1] for k in _ACTION_EXTRAS if k in trajectory.extras},
-            trajectory.extras["log_prob"][:-1],
-            values[:-1],
-            advantage,
-            advantage + values[:-1],
-            bounds.mask,
-        )
-
-    def batch_loss(params, batch: _Batch, reduce=lambda x: x):
-        (dist, value), _ = forward_all(params, batch.observation, batch.first, batch.core)
-        adv = batch.advantage
-        if config.normalize_advantages:
-            adv = standardized(adv, batch.mask, reduce)
-        logp = policy.log_prob(dist, batch.action, batch.action_extras)
-        ratio = jnp.exp(logp - batch.behaviour_log_prob)
-        pg_loss = masked_mean(clipped_surrogate(ratio, adv, config.clip_eps), batch.mask)
-        target, behaviour_value = batch.value_target, batch.behaviour_value
-        if config.normalize_values:  # the loss in normalised units
-            value, target, behaviour_value = (
-                normalize(params[VALUE_KEY], v) for v in (value, target, behaviour_value)
-            )
-        clip = config.clip_eps if config.clip_value_loss else None
-        error = value_error(value, behaviour_value, target, clip)
-        value_loss = 0.5 * masked_mean(error, batch.mask)
-        entropy = masked_mean(policy.entropy(dist), batch.mask)
-        total = pg_loss + config.value_cost * value_loss - config.entropy_cost * entropy
-        metrics = {
-            "losses/total": total,
-            "losses/policy": pg_loss,
-            "losses/value": value_loss,
-            "losses/entropy": entropy,
-            **ratio_metrics(ratio, batch.mask, config.clip_eps),
-        }
-        return total, metrics
 
     def loss(params, trajectory: Trajectory, key: chex.PRNGKey):
         del key
         return batch_loss(params, make_batch(params, trajectory))
 
     minibatches = minibatch_update(
-        batch_loss, optimizer, config.num_epochs, config.num_minibatches,
+        batch_loss, ac.optimizer, config.num_epochs, config.num_minibatches,
         split=config.minibatch_split,
     )  # fmt: skip
 
@@ -198,12 +187,12 @@ def make_ppo(
         name="ppo",
         spec=spec,
         config=config,
-        init=init,
+        init=ac.init,
         act=act,
-        greedy_act=greedy_act,
+        greedy_act=ac.greedy_act,
         loss=loss,
-        optimizer=optimizer,
+        optimizer=ac.optimizer,
         # Observation statistics merge after the update: its loss saw what the actors saw.
         update=updating_statistics(update, config.normalize_observations),
-        initial_core=core_initializer(net),
+        initial_core=ac.initial_core,
     )

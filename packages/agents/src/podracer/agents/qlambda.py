@@ -16,6 +16,7 @@ same on any number of devices (PQN shuffles all transitions of a device instead)
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 from typing import NamedTuple
 
@@ -68,10 +69,9 @@ def epsilon_schedule(config: QLambdaConfig, total_updates: int | None):
     return epsilon
 
 
-def make_qlambda(
-    spec: EnvSpec, config: QLambdaConfig = QLambdaConfig(), total_updates: int | None = None
-) -> Agent:
-    net = QNetwork(
+def q_network(spec: EnvSpec, config: QLambdaConfig) -> QNetwork:
+    """The Q-network `config` asks for on `spec` (its torso resolved for the observations)."""
+    return QNetwork(
         spec.num_actions,
         resolve_torso(config.torso, spec, "QLambdaConfig"),
         len(spec.observation_shape),
@@ -81,12 +81,41 @@ def make_qlambda(
         config.core,
         config.core_size,
     )
+
+
+def qlambda_batch(
+    net: QNetwork, config: QLambdaConfig, can_truncate: bool, params, trajectory: Trajectory
+) -> _Batch:
+    """A rollout's transitions and their Peng's Q(lambda) targets from `params`' Q-values
+    (the network unrolled from the trajectory's start state for a recurrent core)."""
+    forward_all = unroll(net.apply, config.core != "none")
+    ts = trajectory.timestep
+    q, cores = forward_all(params, ts.observation, ts.first, trajectory.core)  # [T+1, B, A]
+    bounds = returns.boundaries(ts, config.gamma)
+    bounds = bounds._replace(reward=bounds.reward * config.reward_scale)
+    final_v = returns.final_values(
+        lambda o, c: jnp.max(net.apply(params, o, c), axis=-1), ts, can_truncate, cores
+    )
+    v_t = returns.bootstrap_values(jnp.max(q, axis=-1), final_v, ts)
+    lambda_t = config.lambda_ * (1.0 - bounds.cut.astype(jnp.float32))
+    targets = jax.vmap(rlax.lambda_returns, in_axes=1, out_axes=1)(
+        bounds.reward, bounds.discount, v_t, lambda_t
+    )
+    return _Batch(ts.observation[:-1], ts.first[:-1], trajectory.core, trajectory.action[:-1],
+                  jax.lax.stop_gradient(targets), bounds.mask)  # fmt: skip
+
+
+def make_qlambda(
+    spec: EnvSpec, config: QLambdaConfig = QLambdaConfig(), total_updates: int | None = None
+) -> Agent:
+    net = q_network(spec, config)
     optimizer = make_optimizer(
         config_learning_rate(config, total_updates), config.max_grad_norm, name=config.optimizer
     )
     epsilon = epsilon_schedule(config, total_updates)
     recurrent = config.core != "none"
     forward, forward_all = act_step(net.apply, recurrent), unroll(net.apply, recurrent)
+    make_batch = functools.partial(qlambda_batch, net, config, spec.can_truncate)
 
     def init(key):
         dummy = jnp.zeros((1, *spec.observation_shape), spec.observation_dtype)
@@ -99,22 +128,6 @@ def make_qlambda(
     def greedy_act(params, observation, core=None, first=None):
         q, core = forward(params, observation, core, first)
         return jnp.argmax(q, axis=-1).astype(jnp.int32), core
-
-    def make_batch(params, trajectory: Trajectory) -> _Batch:
-        ts = trajectory.timestep
-        q, cores = forward_all(params, ts.observation, ts.first, trajectory.core)  # [T+1, B, A]
-        bounds = returns.boundaries(ts, config.gamma)
-        bounds = bounds._replace(reward=bounds.reward * config.reward_scale)
-        final_v = returns.final_values(
-            lambda o, c: jnp.max(net.apply(params, o, c), axis=-1), ts, spec.can_truncate, cores
-        )
-        v_t = returns.bootstrap_values(jnp.max(q, axis=-1), final_v, ts)
-        lambda_t = config.lambda_ * (1.0 - bounds.cut.astype(jnp.float32))
-        targets = jax.vmap(rlax.lambda_returns, in_axes=1, out_axes=1)(
-            bounds.reward, bounds.discount, v_t, lambda_t
-        )
-        return _Batch(ts.observation[:-1], ts.first[:-1], trajectory.core, trajectory.action[:-1],
-                      jax.lax.stop_gradient(targets), bounds.mask)  # fmt: skip
 
     def batch_loss(params, batch: _Batch, reduce=lambda x: x):
         del reduce

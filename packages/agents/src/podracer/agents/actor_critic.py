@@ -1,0 +1,81 @@
+"""What the policy-gradient agents (PPO, IMPALA) build alike from their config.
+
+Both act with an actor-critic network (logits, or a Gaussian on a box:
+`networks.make_actor_critic`), seen through running observation and value statistics
+when the config asks for them (`normalization`), stepped or unrolled through a recurrent
+core when it has one (`recurrent`), and trained by Adam with the statistics frozen.
+`ActorCriticParts` builds those once, so each agent's module holds only its loss.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+from typing import NamedTuple
+
+import chex
+import optax
+
+from podracer.agents.learn import config_learning_rate
+from podracer.agents.learn import make_optimizer
+from podracer.agents.networks import core_initializer
+from podracer.agents.networks import make_actor_critic
+from podracer.agents.normalization import frozen_statistics
+from podracer.agents.normalization import normalized_network
+from podracer.agents.policy import ActionPolicy
+from podracer.agents.policy import action_policy
+from podracer.agents.recurrent import Apply
+from podracer.agents.recurrent import act_step
+from podracer.agents.recurrent import unroll
+from podracer.envs import EnvSpec
+
+
+class ActorCriticParts(NamedTuple):
+    """An actor-critic agent's network, policy maths and optimizer.
+
+    `forward(params, observation [B, ...], core, first [B]) -> ((dist, value) [B], core)`
+    acts; `forward_all(params, observation [T, B, ...], first [T, B], core [1, B, ...])
+    -> ((dist, value) [T, B], cores [T, B])` is the learner's unroll from a trajectory's
+    start state; `apply(params, observation, *args, method=None)` is the (normalised)
+    network itself, e.g. `method="value"` for the truncation bootstrap.
+    """
+
+    init: Callable[[chex.PRNGKey], Any]  # key -> params
+    apply: Apply
+    forward: Callable[..., tuple[Any, Any]]
+    forward_all: Callable[..., tuple[Any, Any]]
+    policy: ActionPolicy
+    optimizer: optax.GradientTransformation
+    initial_core: Callable[[int], Any]  # batch size -> core state [B, ...] (() feed-forward)
+    recurrent: bool
+
+    def greedy_act(self, params, observation: chex.Array, core: Any = None, first=None):
+        """The evaluation action (argmax, or the box's mean) and the core after it."""
+        (dist, _), core = self.forward(params, observation, core, first)
+        return self.policy.greedy(dist), core
+
+
+def actor_critic_parts(
+    spec: EnvSpec, config: Any, owner: str, total_updates: int | None, adam_eps: float = 1e-8
+) -> ActorCriticParts:
+    """The parts a PPO or IMPALA `config` (named `owner` in errors) asks for on `spec`,
+    its learning rate annealed over `total_updates` where the config says so."""
+    net = make_actor_critic(spec, config, owner)
+    init, apply = normalized_network(
+        net, spec, config.normalize_observations, config.normalize_values, config.observation_clip
+    )
+    learning_rate = config_learning_rate(config, total_updates)
+    optimizer = make_optimizer(learning_rate, config.max_grad_norm, eps=adam_eps)
+    if config.normalize_observations or config.normalize_values:
+        optimizer = frozen_statistics(optimizer)
+    recurrent = config.core != "none"
+    return ActorCriticParts(
+        init=init,
+        apply=apply,
+        forward=act_step(apply, recurrent),
+        forward_all=unroll(apply, recurrent),
+        policy=action_policy(spec, config.squash),
+        optimizer=optimizer,
+        initial_core=core_initializer(net),
+        recurrent=recurrent,
+    )
