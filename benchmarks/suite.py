@@ -163,9 +163,7 @@ def summarize(task: Task, seeds: int) -> dict:
                 shutil.copy(source, os.path.join(target, file))  # else: the committed copy
         runs.append(target)
     result = plot.plot_runs(runs, out=out, aggregate="iqm", target=task.reference, show_seeds=True)
-    os.replace(
-        os.path.join(out, plot.figure_name(records.RETURN)), os.path.join(out, "curve.png")
-    )
+    os.replace(os.path.join(out, plot.figure_name(records.RETURN)), os.path.join(out, "curve.png"))
     (summary,) = result.summaries
     (group,) = result.groups
     # The last greedy evaluation (each seed's mean over the last 10% of its steps): the

@@ -24,7 +24,8 @@ def test_every_public_name_resolves_from_its_module(package):
 
 def test_importing_every_package_imports_no_jax():
     code = (
-        "import sys\n" + "".join(f"import {p}\n" for p in PACKAGES)
+        "import sys\n"
+        + "".join(f"import {p}\n" for p in PACKAGES)
         + "from podracer.anakin import AnakinConfig\nfrom podracer.sebulba import SebulbaConfig\n"
         + "AnakinConfig(); SebulbaConfig()\n"
         + "print(sorted(m for m in ('jax', 'flax', 'optax', 'orbax') if m in sys.modules))"

@@ -52,8 +52,11 @@ def test_impala_minibatches_split_the_envs_even_without_a_core():
     appo = ImpalaConfig(num_epochs=2, num_minibatches=4, clip_eps=0.2)
     config = AnakinConfig(agent="impala", agent_config=appo, num_envs=8, rollout_length=6)
     config.check_devices(2)  # 4 envs a device in 4 minibatches; the rollout need not divide
-    with pytest.raises(ConfigError, match=r"AnakinConfig.num_envs must be such that each "
-                       r"device's 2 envs are divisible by ImpalaConfig.num_minibatches=4"):
+    with pytest.raises(
+        ConfigError,
+        match=r"AnakinConfig.num_envs must be such that each "
+        r"device's 2 envs are divisible by ImpalaConfig.num_minibatches=4",
+    ):
         config.check_devices(4)
 
 
@@ -61,6 +64,9 @@ def test_a_recurrent_agent_needs_envs_its_minibatches_divide():
     lstm = PPOConfig(core="lstm", num_minibatches=4)
     config = AnakinConfig(agent="ppo", agent_config=lstm, num_envs=12, rollout_length=6)
     config.check_devices(1)  # 12 envs in 4 minibatches; the rollout need not divide
-    with pytest.raises(ConfigError, match=r"AnakinConfig.num_envs must be such that each "
-                       r"device's 6 envs are divisible by PPOConfig.num_minibatches=4"):
+    with pytest.raises(
+        ConfigError,
+        match=r"AnakinConfig.num_envs must be such that each "
+        r"device's 6 envs are divisible by PPOConfig.num_minibatches=4",
+    ):
         config.check_devices(2)

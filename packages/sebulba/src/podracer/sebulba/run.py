@@ -152,6 +152,7 @@ def train(config: SebulbaConfig, env_fn: EnvFn | None = None) -> RunResult:
                     agent, eval_env, params, config.eval_max_steps, device=device
                 )
                 return float(np.mean(episodes.returns))
+
         mesh = global_learner_mesh(learner_ids)  # every process's learner devices
         abstract = jax.eval_shape(lambda k: init_state(agent, k, mesh), jax.random.PRNGKey(0))
         restored = run.restore(spec, abstract_like(abstract, replicated(mesh)))
