@@ -4,8 +4,7 @@ Both act with an actor-critic network (logits, or a Gaussian on a box:
 `networks.make_actor_critic`), seen through running observation and value statistics
 when the config asks for them (`normalization`), stepped or unrolled through a recurrent
 core when it has one (`recurrent`), and trained by Adam with the statistics frozen.
-`ActorCriticParts` builds those once from the network fields the two configs share
-(`configs._ActorCriticNetwork`), so each agent's module holds only its loss.
+`ActorCriticParts` builds those once, so each agent's module holds only its loss.
 """
 
 from __future__ import annotations

@@ -69,42 +69,6 @@ class _Minibatched:
 
 
 @dataclasses.dataclass(frozen=True)
-class _ActorCriticNetwork:
-    """The network fields of the actor-critic configs (PPO, IMPALA): what
-    `podracer.agents.actor_critic_parts` builds."""
-
-    torso: Torso = "auto"
-    hidden_sizes: tuple[int, ...] = (64, 64)
-    activation: str = "tanh"
-    separate_critic: bool = False  # the critic gets its own torso (and core)
-    # A recurrent core after each torso ("lstm" or "gru", core_size units; "none": a
-    # feed-forward network). The learner unrolls it from each trajectory's start state.
-    core: Core = "none"
-    core_size: int = 128  # units of the core (an LSTM has a cell and a hidden state of this size)
-    # Continuous boxes (ignored for discrete actions): a diagonal Gaussian whose log-std
-    # is a free parameter per dimension ("parameter", CleanRL's) or a head of the actor
-    # ("network"), starting at init_log_std; its samples reach the env clipped to the box
-    # ("clip", CleanRL's: log-probabilities of the unclipped sample) or squashed into it
-    # ("tanh": log-probabilities with the change of variables).
-    log_std: Literal["parameter", "network"] = "parameter"
-    init_log_std: float = 0.0
-    squash: Literal["clip", "tanh"] = "clip"
-    # Observations normalised by running mean and variance kept in the params (updated by
-    # the learner, read by actors, checkpointed), then clipped to +-observation_clip.
-    normalize_observations: bool = False
-    observation_clip: float = 10.0
-    # The critic predicts values normalised by the running mean and variance of its value
-    # targets (kept in the params); the value loss (and PPO's value clip) is in those units.
-    normalize_values: bool = False
-
-    def _check_network(self) -> None:
-        check_choice(self, "torso", TORSOS)
-        _check_sizes(self, "hidden_sizes")
-        _check_core(self)
-        _check_continuous(self)
-
-
-@dataclasses.dataclass(frozen=True)
 class ReplayConfig:
     """Sequence replay for an agent's learner; sizes are global (split over devices).
 
@@ -204,7 +168,7 @@ class PQNConfig(QLambdaConfig):
 
 
 @dataclasses.dataclass(frozen=True)
-class ImpalaConfig(_ActorCriticNetwork, _Minibatched):
+class ImpalaConfig(_Minibatched):
     """IMPALA: V-trace actor-critic (Espeholt et al., 2018); with `clip_eps` and sample
     reuse, APPO (V-trace targets, PPO's clipped surrogate)."""
 
@@ -227,6 +191,29 @@ class ImpalaConfig(_ActorCriticNetwork, _Minibatched):
     num_epochs: int = 1
     num_minibatches: int = 1  # per epoch; splits each device's envs
     clip_eps: float | None = None
+    torso: Torso = "auto"
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    activation: str = "tanh"
+    separate_critic: bool = False  # the critic gets its own torso (and core)
+    # A recurrent core after each torso ("lstm" or "gru", core_size units; "none": a
+    # feed-forward network). The learner unrolls it from each trajectory's start state.
+    core: Core = "none"
+    core_size: int = 128  # units of the core (an LSTM has a cell and a hidden state of this size)
+    # Continuous boxes (ignored for discrete actions): a diagonal Gaussian whose log-std
+    # is a free parameter per dimension ("parameter", CleanRL's) or a head of the actor
+    # ("network"), starting at init_log_std; its samples reach the env clipped to the box
+    # ("clip", CleanRL's: log-probabilities of the unclipped sample) or squashed into it
+    # ("tanh": log-probabilities with the change of variables).
+    log_std: Literal["parameter", "network"] = "parameter"
+    init_log_std: float = 0.0
+    squash: Literal["clip", "tanh"] = "clip"
+    # Observations normalised by running mean and variance kept in the params (updated by
+    # the learner, read by actors, checkpointed), then clipped to +-observation_clip.
+    normalize_observations: bool = False
+    observation_clip: float = 10.0
+    # The critic predicts values normalised by the running mean and variance of the
+    # V-trace targets (kept in the params); the baseline loss is in those units.
+    normalize_values: bool = False
 
     def __post_init__(self):
         check_positive(self, "learning_rate", "clip_rho_threshold", "clip_pg_rho_threshold")
@@ -240,11 +227,14 @@ class ImpalaConfig(_ActorCriticNetwork, _Minibatched):
         if self.normalize_values and self.num_epochs * self.num_minibatches > 1:
             fail(self, "normalize_values", "False with num_epochs or num_minibatches above 1 "
                  "(its statistics are merged after a single step per batch)")  # fmt: skip
-        self._check_network()
+        check_choice(self, "torso", TORSOS)
+        _check_sizes(self, "hidden_sizes")
+        _check_core(self)
+        _check_continuous(self)
 
 
 @dataclasses.dataclass(frozen=True)
-class PPOConfig(_ActorCriticNetwork, _Minibatched):
+class PPOConfig(_Minibatched):
     """PPO with the clipped surrogate and GAE; defaults: PureJaxRL's CartPole settings."""
 
     learning_rate: float = 2.5e-4
@@ -259,14 +249,39 @@ class PPOConfig(_ActorCriticNetwork, _Minibatched):
     num_epochs: int = 4
     num_minibatches: int = 4  # splits the rollout's time axis (its envs with a core)
     max_grad_norm: float | None = 0.5
+    torso: Torso = "auto"
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    activation: str = "tanh"
     separate_critic: bool = True  # the critic gets its own torso (and core)
+    # A recurrent core after each torso ("lstm" or "gru", core_size units; "none": a
+    # feed-forward network). The learner unrolls it from each trajectory's start state.
+    core: Core = "none"
+    core_size: int = 128  # units of the core (an LSTM has a cell and a hidden state of this size)
+    # Continuous boxes (ignored for discrete actions): a diagonal Gaussian whose log-std
+    # is a free parameter per dimension ("parameter", CleanRL's) or a head of the actor
+    # ("network"), starting at init_log_std; its samples reach the env clipped to the box
+    # ("clip", CleanRL's: log-probabilities of the unclipped sample) or squashed into it
+    # ("tanh": log-probabilities with the change of variables).
+    log_std: Literal["parameter", "network"] = "parameter"
+    init_log_std: float = 0.0
+    squash: Literal["clip", "tanh"] = "clip"
+    # Observations normalised by running mean and variance kept in the params (updated by
+    # the learner, read by actors, checkpointed), then clipped to +-observation_clip.
+    normalize_observations: bool = False
+    observation_clip: float = 10.0
+    # The critic predicts values normalised by the running mean and variance of the value
+    # targets (kept in the params); the value loss and its clip are in those units.
+    normalize_values: bool = False
 
     def __post_init__(self):
         check_positive(self, "learning_rate", "clip_eps")
         check_int(self, "num_epochs", "num_minibatches")
         check_range(self, "gamma", 0.0, 1.0)
         check_range(self, "gae_lambda", 0.0, 1.0)
-        self._check_network()
+        check_choice(self, "torso", TORSOS)
+        _check_sizes(self, "hidden_sizes")
+        _check_core(self)
+        _check_continuous(self)
 
 
 @dataclasses.dataclass(frozen=True)
