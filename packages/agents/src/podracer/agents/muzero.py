@@ -32,6 +32,7 @@ The defaults (`MuZeroConfig`) and how seed sweeps found them:
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import NamedTuple
 
 import chex
@@ -51,6 +52,7 @@ from podracer.agents.types import Agent
 from podracer.agents.types import Trajectory
 from podracer.agents.types import masked_mean
 from podracer.envs import EnvSpec
+from podracer.search import MuZeroModel
 from podracer.search import search
 
 
@@ -142,11 +144,9 @@ def _cross_entropy(target_probs: chex.Array, logits: chex.Array) -> chex.Array:
     return -jnp.sum(target_probs * jax.nn.log_softmax(logits, axis=-1), axis=-1)
 
 
-def make_muzero(
-    spec: EnvSpec, config: MuZeroConfig = MuZeroConfig(), total_updates: int | None = None
-) -> Agent:
-    del total_updates  # constant learning rate
-    net = MuZeroNetwork(
+def muzero_network(spec: EnvSpec, config: MuZeroConfig) -> MuZeroNetwork:
+    """The representation, dynamics and prediction networks `config` asks for on `spec`."""
+    return MuZeroNetwork(
         num_actions=spec.num_actions,
         torso=resolve_muzero_torso(config.torso, spec),
         observation_ndim=len(spec.observation_shape),
@@ -156,9 +156,114 @@ def make_muzero(
         value_bins=config.value_support.num_bins,
         reward_bins=config.reward_support.num_bins,
     )
+
+
+def value_targets(
+    net: MuZeroNetwork,
+    model: MuZeroModel,
+    config: MuZeroConfig,
+    can_truncate: bool,
+    params,
+    trajectory,
+):
+    """Latents `[T+1, B, L]`, predicted values `[T+1, B]`, n-step targets `[T+1, B]` (the
+    last row, state T, its own search value) and the trajectory's `Boundaries`."""
+    ts = trajectory.timestep
+    bounds = returns.boundaries(ts, config.gamma)
+    latents = net.apply(params, ts.observation, method=MuZeroNetwork.represent)  # [T+1, B, L]
+    _, value_logits = net.apply(params, latents, method=MuZeroNetwork.predict)
+    values = config.value_support.logits_to_scalar(value_logits)
+    boot = trajectory.extras["root_value"] if config.value_bootstrap == "search" else values
+    final_v = returns.final_values(
+        lambda o, _: model.prediction(params, model.representation(params, o)).value,
+        ts,
+        can_truncate,
+    )
+    v_t = jax.lax.stop_gradient(returns.bootstrap_values(boot, final_v, ts))
+    g = n_step_returns(bounds.reward, bounds.discount, bounds.cut, v_t, config.td_steps)
+    g = jnp.concatenate([g, jax.lax.stop_gradient(boot[-1:])], axis=0)
+    return latents, values, g, bounds
+
+
+def unroll_cross_entropies(
+    net: MuZeroNetwork, config: MuZeroConfig, params, latent: chex.Array, targets: UnrollTargets
+) -> tuple[chex.Array, chex.Array, chex.Array]:
+    """Value and policy `[K+1, T, B]` and reward `[K, T, B]` cross-entropies of the model
+    unrolled K steps from the latents `[T, B, L]` with the actions taken, the gradient
+    through each dynamics step halved (MuZero, appendix G)."""
+    value_ce, policy_ce, reward_ce = [], [], []
+    for k in range(config.num_unroll_steps + 1):  # K is small and static
+        policy_logits, value_logits = net.apply(params, latent, method=MuZeroNetwork.predict)
+        value_probs = config.value_support.scalar_to_probs(targets.value[k])
+        value_ce.append(_cross_entropy(value_probs, value_logits))
+        policy_ce.append(_cross_entropy(targets.policy[k], policy_logits))
+        if k == config.num_unroll_steps:
+            break
+        reward_logits, latent = net.apply(
+            params, latent, targets.action[k], method=MuZeroNetwork.dynamics
+        )
+        reward_probs = config.reward_support.scalar_to_probs(targets.reward[k])
+        reward_ce.append(_cross_entropy(reward_probs, reward_logits))
+        latent = scale_gradient(latent, 0.5)
+    return jnp.stack(value_ce), jnp.stack(policy_ce), jnp.stack(reward_ce)
+
+
+def muzero_loss(
+    net: MuZeroNetwork,
+    model: MuZeroModel,
+    config: MuZeroConfig,
+    can_truncate: bool,
+    params,
+    trajectory: Trajectory,
+) -> tuple[chex.Array, dict[str, chex.Array]]:
+    """MuZero's loss on a trajectory `[T+1, B]` (see the module doc): the cross-entropies
+    summed over unroll steps (step 0 weight 1, unrolled steps 1/K) and averaged over the
+    learnable positions, each sequence weighted by its importance weight when replayed
+    with priorities (`extras["replay_weight"]`)."""
+    num_unroll = config.num_unroll_steps
+    latents, _, g, bounds = value_targets(net, model, config, can_truncate, params, trajectory)
+    targets = jax.lax.stop_gradient(unroll_targets(trajectory, g, bounds, num_unroll))
+    value_ce, policy_ce, reward_ce = unroll_cross_entropies(
+        net, config, params, latents[:-1], targets
+    )
+    count = jnp.maximum(jnp.sum(bounds.mask.astype(jnp.float32)), 1.0)
+    step_weight = jnp.array([1.0] + [1.0 / num_unroll] * num_unroll)[:, None, None]
+    sequence_weight = trajectory.extras.get("replay_weight")
+    sequence_weight = 1.0 if sequence_weight is None else sequence_weight[None, :-1]
+
+    def weighted(ce, mask, weight):
+        weight = weight * sequence_weight
+        return jnp.sum(ce * mask.astype(jnp.float32) * weight) / count
+
+    value_loss = weighted(value_ce, targets.value_mask, step_weight)
+    policy_loss = weighted(policy_ce, targets.policy_mask, step_weight)
+    reward_loss = weighted(reward_ce, targets.reward_mask, 1.0 / num_unroll)
+    total = (
+        config.value_cost * value_loss
+        + config.policy_cost * policy_loss
+        + config.reward_cost * reward_loss
+    )
+    search_policy = trajectory.extras["policy"][:-1]
+    metrics = {
+        "losses/value": value_loss,
+        "losses/policy": policy_loss,
+        "losses/reward": reward_loss,
+        "agent/root_value_mean": masked_mean(trajectory.extras["root_value"][:-1], bounds.mask),
+        "agent/value_target_mean": masked_mean(g[:-1], bounds.mask),
+        "agent/search_policy_entropy": masked_mean(
+            categorical_entropy(jnp.log(jnp.maximum(search_policy, 1e-30))), bounds.mask
+        ),
+    }
+    return total, metrics
+
+
+def make_muzero(
+    spec: EnvSpec, config: MuZeroConfig = MuZeroConfig(), total_updates: int | None = None
+) -> Agent:
+    del total_updates  # constant learning rate
+    net = muzero_network(spec, config)
     model = make_model(net, config.value_support, config.reward_support, config.gamma)
     optimizer = make_optimizer(config.learning_rate, config.max_grad_norm)
-    num_unroll = config.num_unroll_steps
     if config.search.policy == "gumbel":
         greedy_search = dataclasses.replace(config.search, gumbel_scale=0.0)
     else:
@@ -185,88 +290,18 @@ def make_muzero(
         key = jax.random.PRNGKey(0)
         return search(params, key, model, observation, greedy_search).action, ()
 
-    def value_targets(params, trajectory: Trajectory):
-        """Latents `[T+1, B, L]`, predicted values `[T+1, B]` and n-step targets `[T+1, B]`."""
-        ts = trajectory.timestep
-        bounds = returns.boundaries(ts, config.gamma)
-        latents = net.apply(params, ts.observation, method=MuZeroNetwork.represent)  # [T+1, B, L]
-        _, value_logits = net.apply(params, latents, method=MuZeroNetwork.predict)
-        values = config.value_support.logits_to_scalar(value_logits)
-        boot = trajectory.extras["root_value"] if config.value_bootstrap == "search" else values
-        final_v = returns.final_values(
-            lambda o, _: model.prediction(params, model.representation(params, o)).value,
-            ts,
-            spec.can_truncate,
-        )
-        v_t = jax.lax.stop_gradient(returns.bootstrap_values(boot, final_v, ts))
-        g = n_step_returns(bounds.reward, bounds.discount, bounds.cut, v_t, config.td_steps)
-        g = jnp.concatenate([g, jax.lax.stop_gradient(boot[-1:])], axis=0)  # state T: its own
-        return latents, values, g, bounds
+    targets = functools.partial(value_targets, net, model, config, spec.can_truncate)
 
     def priority(params, trajectory: Trajectory):
         """Mean |value - n-step target| over each sequence's learnable positions: `[B]`."""
-        _, values, g, bounds = value_targets(params, trajectory)
+        _, values, g, bounds = targets(params, trajectory)
         mask = bounds.mask.astype(jnp.float32)
         error = jnp.abs(values[:-1] - g[:-1]) * mask
         return jnp.sum(error, axis=0) / jnp.maximum(jnp.sum(mask, axis=0), 1.0)
 
     def loss(params, trajectory: Trajectory, key: chex.PRNGKey):
         del key
-        root_value = trajectory.extras["root_value"]  # [T+1, B]
-        latents, _, g, bounds = value_targets(params, trajectory)
-        targets = jax.lax.stop_gradient(unroll_targets(trajectory, g, bounds, num_unroll))
-
-        latent = latents[:-1]
-        value_ce, policy_ce, reward_ce = [], [], []
-        for k in range(num_unroll + 1):  # K is small and static
-            policy_logits, value_logits = net.apply(params, latent, method=MuZeroNetwork.predict)
-            value_ce.append(
-                _cross_entropy(config.value_support.scalar_to_probs(targets.value[k]), value_logits)
-            )
-            policy_ce.append(_cross_entropy(targets.policy[k], policy_logits))
-            if k == num_unroll:
-                break
-            reward_logits, latent = net.apply(
-                params, latent, targets.action[k], method=MuZeroNetwork.dynamics
-            )
-            reward_ce.append(
-                _cross_entropy(
-                    config.reward_support.scalar_to_probs(targets.reward[k]), reward_logits
-                )
-            )
-            latent = scale_gradient(latent, 0.5)
-
-        # Sum over unroll steps (step 0 weight 1, unrolled steps 1/K), mean over positions;
-        # replayed sequences are weighted by their importance weights (prioritised replay).
-        count = jnp.maximum(jnp.sum(bounds.mask.astype(jnp.float32)), 1.0)
-        step_weight = jnp.array([1.0] + [1.0 / num_unroll] * num_unroll)[:, None, None]
-        sequence_weight = trajectory.extras.get("replay_weight")
-        sequence_weight = 1.0 if sequence_weight is None else sequence_weight[None, :-1]
-
-        def weighted(ce, mask, weight):
-            weight = weight * sequence_weight
-            return jnp.sum(jnp.stack(ce) * mask.astype(jnp.float32) * weight) / count
-
-        value_loss = weighted(value_ce, targets.value_mask, step_weight)
-        policy_loss = weighted(policy_ce, targets.policy_mask, step_weight)
-        reward_loss = weighted(reward_ce, targets.reward_mask, 1.0 / num_unroll)
-        total = (
-            config.value_cost * value_loss
-            + config.policy_cost * policy_loss
-            + config.reward_cost * reward_loss
-        )
-        metrics = {
-            "losses/value": value_loss,
-            "losses/policy": policy_loss,
-            "losses/reward": reward_loss,
-            "agent/root_value_mean": masked_mean(root_value[:-1], bounds.mask),
-            "agent/value_target_mean": masked_mean(g[:-1], bounds.mask),
-            "agent/search_policy_entropy": masked_mean(
-                categorical_entropy(jnp.log(jnp.maximum(trajectory.extras["policy"][:-1], 1e-30))),
-                bounds.mask,
-            ),
-        }
-        return total, metrics
+        return muzero_loss(net, model, config, spec.can_truncate, params, trajectory)
 
     return Agent(
         name="muzero",
