@@ -133,9 +133,9 @@ def train(task: Task, seeds: int, stall: float) -> float:
         command = [sys.executable, "-m", f"podracer.{task.runtime}.cli", *flags]
         if not run_watched(command, run_dir, stall):
             # XLA:CPU has deadlocked in a run's first chunk (0% CPU, every thread on a
-            # futex; `podracer.agents.runs.cli.avoid_cpu_scheduler_deadlock`, which the
-            # command lines apply, removed the case found). Should one still hang, it is
-            # stopped and resumed once, from its newest checkpoint or from the start.
+            # futex; Anakin's seed-by-seed init removed the case found). Should one
+            # still hang, it is stopped and resumed once, from its newest checkpoint or
+            # from the start.
             print(f"== {task.name}: no new metrics for {stall:.0f} s; resuming it once", flush=True)
             resume = ["--runs-root", RUNS, "--run-name", name, "--resume"]
             command = [sys.executable, "-m", f"podracer.{task.runtime}.cli", *resume]

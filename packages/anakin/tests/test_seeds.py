@@ -2,7 +2,10 @@
 
 import dataclasses
 import json
+import os
 import shutil
+import subprocess
+import sys
 
 import jax
 import numpy as np
@@ -65,3 +68,39 @@ def test_a_multi_seed_run_resumes_exactly(tmp_path):
         json.loads(x) for x in (tmp_path / name / "metrics.jsonl").read_text().splitlines()
     )  # noqa: E501,E731
     assert rows("a") == rows("b")
+
+
+# Builds a 3-seed PPO init (Flax's orthogonal initialisers are LAPACK QRs) and calls it
+# again and again, with XLA's default flags: vmapped over seeds it deadlocked XLA:CPU's
+# concurrency-optimized scheduler within a few calls (benchmarks/results/xla_cpu_deadlock.py).
+_REPEATED_INIT = """
+import jax
+from podracer.anakin import AnakinConfig
+from podracer.anakin.train import build, make_env, seed_keys
+config = AnakinConfig(env="gymnax:MemoryChain-bsuite", agent="ppo", num_envs=8, num_seeds=3,
+                      rollout_length=8, progress=False)
+_, program = build(config, make_env(config))
+for k in range(40):
+    jax.block_until_ready(program.init(seed_keys(k, 3)))
+print("done")
+"""
+
+
+@pytest.mark.slow
+def test_multi_seed_programs_never_hang_under_xla_defaults(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    init = subprocess.run([sys.executable, "-c", _REPEATED_INIT], env=env, timeout=240,
+                          capture_output=True, text=True)  # fmt: skip
+    assert init.returncode == 0 and "done" in init.stdout, init.stderr[-2000:]
+    for seeds in (3, 32):
+        run = subprocess.run(
+            [sys.executable, "-m", "podracer.anakin.cli", "--env", "gymnax:MemoryChain-bsuite",
+             "--agent", "ppo", "--num-seeds", str(seeds), "--num-envs", "8",
+             "--rollout-length", "8", "--updates-per-chunk", "4", "--total-env-steps", "512",
+             "--runs-root", str(tmp_path), "--run-name", f"seeds{seeds}", "--no-progress"],
+            env=env, timeout=240, capture_output=True, text=True,
+        )  # fmt: skip
+        assert run.returncode == 0, run.stderr[-2000:]
+        lines = (tmp_path / f"seeds{seeds}" / "metrics.jsonl").read_text().splitlines()
+        rows = [json.loads(line) for line in lines]
+        assert {r["seed"] for r in rows} == set(range(seeds))

@@ -142,7 +142,11 @@ def make_init(
         replay_state = init_local_replays(agent, shapes, mesh.size)
         return RunnerState(train, env_state, timestep, env_keys, replay_state, core)
 
-    init = init_one if num_seeds == 1 else jax.vmap(init_one)
+    # Seeds one after another (`lax.map`), not vmapped: vmapped, Flax's orthogonal
+    # initialisers become batched LAPACK QRs, which XLA:CPU's default concurrency-
+    # optimized scheduler can deadlock (benchmarks/results/xla_cpu_deadlock.py). The
+    # values are the same; init runs once, so its speed does not matter.
+    init = init_one if num_seeds == 1 else lambda keys: jax.lax.map(init_one, keys)
     keys = jax.random.PRNGKey(0) if num_seeds == 1 else jnp.zeros((num_seeds, 2), jnp.uint32)
     abstract = jax.eval_shape(init, keys)
     return jax.jit(init, out_shardings=state_shardings(mesh, abstract, num_seeds))

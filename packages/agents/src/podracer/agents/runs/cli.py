@@ -18,7 +18,6 @@ import dataclasses
 import inspect
 import json
 import math
-import os
 import sys
 from collections.abc import Callable
 from typing import Annotated
@@ -111,24 +110,6 @@ def parse_cli(config_cls: type, argv: list[str], description: str = "") -> tuple
     return dataclasses.replace(config, agent_config=getattr(flags, config.agent)), source
 
 
-XLA_CPU_SCHEDULER_FLAG = "--xla_cpu_enable_concurrency_optimized_scheduler=false"
-
-
-def avoid_cpu_scheduler_deadlock() -> None:
-    """Adds `XLA_CPU_SCHEDULER_FLAG` to this process's `XLA_FLAGS` (unless the user set the
-    flag), before JAX starts its backends: a command line owns its process.
-
-    With XLA:CPU's concurrency-optimized scheduler, a vmapped multi-seed Anakin chunk has
-    deadlocked on its first call (jax 0.10.2: 3 seeds of PPO on gymnax MemoryChain, every
-    thread parked on a futex at 0% CPU, no collective in the program; 2 seeds, or 1, ran).
-    Without it the same program runs; CPU SPS measured the same within noise (PPO
-    CartPole, 64 envs: 63-74k either way). It concerns CPU programs only. Python callers
-    of `train` set it themselves (README, troubleshooting)."""
-    flags = os.environ.get("XLA_FLAGS", "")
-    if "xla_cpu_enable_concurrency_optimized_scheduler" not in flags:
-        os.environ["XLA_FLAGS"] = f"{flags} {XLA_CPU_SCHEDULER_FLAG}".strip()
-
-
 def run_cli(config_cls: type, train: Callable[[Any], Any], argv: list[str] | None = None) -> int:
     """The command `config_cls.RUNTIME`: parses `argv`, trains, prints a summary (process
     0); returns the exit status."""
@@ -140,7 +121,6 @@ def run_cli(config_cls: type, train: Callable[[Any], Any], argv: list[str] | Non
         print(f"{runtime}: error: {e}", file=sys.stderr)
         return 2
     # JAX and Orbax start here, after parsing (`--help` never waits for them).
-    avoid_cpu_scheduler_deadlock()
     from podracer.agents.runs.checkpoint import CheckpointError
     from podracer.agents.runs.distributed import is_main_process
     from podracer.agents.runs.distributed import shutdown_distributed

@@ -1,0 +1,133 @@
+"""Throughput regression check: Anakin's PPO against the same PPO written plainly,
+interleaved in one process, several repeats each; medians and ratios with their spread.
+
+One repeat of a setting runs, back to back and in a rotating order (so neither side always
+runs first after the other warmed the caches):
+
+* plain: `anakin_vs_plain.plain_ppo`, the whole run as one program (PureJaxRL's shape),
+  compiled once before the repeats;
+* chunks: the project's compiled Anakin chunk called in a bare loop (compiled once; the
+  first chunk of each repeat is excluded, as the harness excludes it);
+* train: `podracer.anakin.train(config)`, everything the command line does per chunk
+  (metric transfers, rows, writers, progress, checkpoints at their default interval); its
+  SPS is the harness's own figure (env steps after the first chunk over their time).
+
+Each figure is env steps per second. "train / chunks" is what the harness costs per
+chunk; "chunks / plain" and "train / plain" what the project costs against the plain
+program. The spread is the lowest and highest ratio over the repeats, each repeat's own
+pair compared (machine noise moves both sides of a repeat together).
+
+    uv run python benchmarks/throughput.py [--repeats 5] [--scale 1.0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+
+from anakin_vs_plain import Setting  # beside this script
+from anakin_vs_plain import plain_ppo
+
+
+def settings(scale: float) -> list[Setting]:
+    """PureJaxRL's CartPole config at 4 and 64 envs, and its MinAtar config."""
+    return [
+        Setting("CartPole, 4 envs", "CartPole-v1", 4, 128, 4, 4, "tanh", 2.5e-4, int(2e5 * scale)),
+        Setting("CartPole, 64 envs", "CartPole-v1", 64, 128, 4, 4, "tanh", 2.5e-4,
+                int(1e6 * scale)),
+        Setting("Breakout-MinAtar", "Breakout-MinAtar", 64, 128, 4, 8, "relu", 5e-3,
+                int(5e5 * scale)),
+    ]  # fmt: skip
+
+
+def anakin_config(s: Setting):
+    from podracer.agents import PPOConfig
+    from podracer.anakin import AnakinConfig
+
+    updates = s.total // (s.num_envs * s.num_steps)
+    return AnakinConfig(
+        env=f"gymnax:{s.env}", agent="ppo", num_envs=s.num_envs, rollout_length=s.num_steps,
+        updates_per_chunk=max(1, updates // 10), total_env_steps=s.total, progress=False,
+        runs_root=tempfile.mkdtemp(prefix="throughput-"),
+        agent_config=PPOConfig(learning_rate=s.learning_rate, num_epochs=s.epochs,
+                               num_minibatches=s.minibatches, activation=s.activation),
+    )  # fmt: skip
+
+
+def plain_runner(s: Setting):
+    import jax
+
+    train, updates = plain_ppo(s)
+    compiled = jax.jit(train).lower(jax.random.PRNGKey(0)).compile()
+    steps = updates * s.num_envs * s.num_steps
+
+    def run() -> float:
+        start = time.perf_counter()
+        jax.block_until_ready(compiled(jax.random.PRNGKey(0)))
+        return steps / (time.perf_counter() - start)
+
+    return run
+
+
+def chunk_runner(s: Setting):
+    import jax
+
+    from podracer.anakin.train import build
+    from podracer.anakin.train import make_env
+    from podracer.anakin.train import seed_keys
+
+    config = anakin_config(s)
+    _, program = build(config, make_env(config))
+    jax.block_until_ready(program.chunk(program.init(seed_keys(0, 1))))  # compiles
+
+    def run() -> float:
+        state, _ = jax.block_until_ready(program.chunk(program.init(seed_keys(0, 1))))
+        start = time.perf_counter()
+        for _ in range(config.num_chunks - 1):
+            state, metrics = program.chunk(state)
+        jax.block_until_ready((state, metrics))
+        return (config.num_chunks - 1) * config.steps_per_chunk / (time.perf_counter() - start)
+
+    return run
+
+
+def train_runner(s: Setting):
+    from podracer.anakin import train
+
+    return lambda: train(anakin_config(s)).sps
+
+
+def spread(a: list[float], b: list[float]) -> str:
+    ratios = [x / y for x, y in zip(a, b, strict=True)]
+    return f"{statistics.median(ratios):.2f}x [{min(ratios):.2f}, {max(ratios):.2f}]"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--scale", type=float, default=1.0, help="times each setting's steps")
+    args = parser.parse_args()
+    print(f"{'PPO (steps)':<28} {'plain SPS':>10} {'chunks SPS':>11} {'train SPS':>10}  "
+          f"{'chunks/plain':<20} {'train/plain':<20} {'train/chunks':<20}")  # fmt: skip
+    for s in settings(args.scale):
+        runners = {"plain": plain_runner(s), "chunks": chunk_runner(s), "train": train_runner(s)}
+        sps = {name: [] for name in runners}
+        names = list(runners)
+        for r in range(args.repeats):
+            for name in names[r % 3 :] + names[: r % 3]:
+                sps[name].append(runners[name]())
+        med = {name: statistics.median(v) for name, v in sps.items()}
+        print(
+            f"{f'{s.name} ({s.total:,})':<28} {med['plain']:>10,.0f} {med['chunks']:>11,.0f} "
+            f"{med['train']:>10,.0f}  {spread(sps['chunks'], sps['plain']):<20} "
+            f"{spread(sps['train'], sps['plain']):<20} {spread(sps['train'], sps['chunks']):<20}",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
