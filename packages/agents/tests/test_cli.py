@@ -117,6 +117,26 @@ def test_bad_values_end_with_one_line_and_status_2(capsys, toy_train):
     assert "QLambdaConfig.gamma must be in [0.0, 1.0], got 2.0" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--max-wall-seconds", "nan"], "ToyRunConfig.max_wall_seconds must be finite"),
+        (["--max-wall-seconds", "inf"], "ToyRunConfig.max_wall_seconds must be finite"),
+        (["--qlambda.learning-rate", "inf"], "QLambdaConfig.learning_rate must be finite"),
+        (["--qlambda.learning-rate", "nan"], "QLambdaConfig.learning_rate must be finite"),
+        (["--agent", "ppo", "--ppo.entropy-cost", "inf"], "PPOConfig.entropy_cost must be finite"),
+        (["--agent", "ppo", "--ppo.gae-lambda", "nan"], "PPOConfig.gae_lambda must be finite"),
+    ],
+)
+def test_non_finite_numbers_are_refused_naming_the_field(capsys, toy_train, flags, message):
+    try:
+        status = run_cli(ToyRunConfig, toy_train, flags)
+    except SystemExit as e:  # a nested config's error: tyro's box, status 2
+        status = e.code
+    assert status == 2
+    assert message in " ".join(capsys.readouterr().err.split()).replace("│ ", "")
+
+
 def test_a_refused_run_is_one_line_too(tmp_path, capsys, toy_train):
     args = [
         "--runs-root",

@@ -13,6 +13,7 @@ from typing import ClassVar
 from typing import Literal
 
 from podracer.agents.validation import check_choice
+from podracer.agents.validation import check_finite
 from podracer.agents.validation import check_int
 from podracer.agents.validation import check_positive
 from podracer.agents.validation import check_range
@@ -86,6 +87,7 @@ class ReplayConfig:
     importance_exponent: float = 0.0  # beta: 0 no correction, 1 full correction
 
     def __post_init__(self) -> None:
+        check_finite(self)
         check_int(self, "capacity", minimum=0)
         check_int(self, "sequences_per_update", "updates_per_rollout")
         check_range(self, "priority_exponent", 0.0, float("inf"))
@@ -133,6 +135,7 @@ class QLambdaConfig(_Minibatched):
     core_size: int = 128  # units of the core (an LSTM has a cell and a hidden state of this size)
 
     def __post_init__(self):
+        check_finite(self)
         check_positive(self, "learning_rate", "reward_scale")
         check_range(self, "gamma", 0.0, 1.0)
         check_range(self, "lambda_", 0.0, 1.0)
@@ -216,6 +219,7 @@ class ImpalaConfig(_Minibatched):
     normalize_values: bool = False
 
     def __post_init__(self):
+        check_finite(self)
         check_positive(self, "learning_rate", "clip_rho_threshold", "clip_pg_rho_threshold")
         check_range(self, "gamma", 0.0, 1.0)
         check_range(self, "lambda_", 0.0, 1.0)
@@ -274,6 +278,7 @@ class PPOConfig(_Minibatched):
     normalize_values: bool = False
 
     def __post_init__(self):
+        check_finite(self)
         check_positive(self, "learning_rate", "clip_eps")
         check_int(self, "num_epochs", "num_minibatches")
         check_range(self, "gamma", 0.0, 1.0)
@@ -333,6 +338,7 @@ class MuZeroConfig:
     )
 
     def __post_init__(self):
+        check_finite(self)
         check_positive(self, "learning_rate")
         check_int(self, "num_unroll_steps", "td_steps", "latent_size")
         check_range(self, "gamma", 0.0, 1.0)

@@ -8,6 +8,7 @@ exception is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -33,7 +34,8 @@ def _is_int(value: Any) -> bool:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    """A finite int or float: NaN and infinities are refused wherever a number goes."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def check_int(cfg: Any, *fields: str, minimum: int = 1) -> None:
@@ -44,19 +46,31 @@ def check_int(cfg: Any, *fields: str, minimum: int = 1) -> None:
             fail(cfg, f, f"an int >= {minimum}")
 
 
+def check_finite(cfg: Any) -> None:
+    """Every float field (and every float in a tuple field) is finite: NaN and infinities
+    are refused before anything trains on them."""
+    import dataclasses
+
+    for f in dataclasses.fields(cfg):
+        v = getattr(cfg, f.name)
+        values = v if isinstance(v, tuple) else (v,)
+        if any(isinstance(x, float) and not math.isfinite(x) for x in values):
+            fail(cfg, f.name, "finite", v)
+
+
 def check_positive(cfg: Any, *fields: str) -> None:
     """Each field is a number > 0."""
     for f in fields:
         v = getattr(cfg, f)
         if not _is_number(v) or not v > 0:
-            fail(cfg, f, "> 0")
+            fail(cfg, f, "finite and > 0")
 
 
 def check_range(cfg: Any, field: str, low: float, high: float) -> None:
-    """The field is a number in [low, high]."""
+    """The field is a finite number in [low, high] (`high` may be inf: no upper bound)."""
     v = getattr(cfg, field)
     if not _is_number(v) or not low <= v <= high:
-        fail(cfg, field, f"in [{low}, {high}]")
+        fail(cfg, field, f"in [{low}, {high}]" if math.isfinite(high) else f"finite and >= {low}")
 
 
 def check_choice(cfg: Any, field: str, choices: Iterable[Any]) -> None:

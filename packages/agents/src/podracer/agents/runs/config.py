@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import types
 import typing
 from typing import Annotated
@@ -28,6 +29,7 @@ import tyro
 from podracer.agents.registry import agent_entry
 from podracer.agents.runs.distributed import DistributedConfig
 from podracer.agents.validation import ConfigError
+from podracer.agents.validation import check_finite
 from podracer.agents.validation import check_int
 from podracer.agents.validation import fail
 
@@ -95,6 +97,7 @@ class RunConfig:
     })  # fmt: skip
 
     def __post_init__(self) -> None:
+        check_finite(self)
         if not isinstance(self.env, str) or not self.env:
             fail(self, "env", "an environment name")
         entry = agent_entry(self.agent)  # an unknown name fails naming the close ones
@@ -108,8 +111,9 @@ class RunConfig:
                   "video_episodes")  # fmt: skip
         check_int(self, "log_interval", "eval_interval", "video_interval", "checkpoint_interval",
                   minimum=0)  # fmt: skip
-        if not isinstance(self.max_wall_seconds, int | float) or self.max_wall_seconds < 0:
-            fail(self, "max_wall_seconds", ">= 0 (0: no budget)")
+        wall = self.max_wall_seconds
+        if isinstance(wall, bool) or not isinstance(wall, int | float) or not 0 <= wall < math.inf:
+            fail(self, "max_wall_seconds", "finite and >= 0 (0: no budget)")
         if self.run_name is not None and (
             not self.run_name or "/" in self.run_name or self.run_name in (".", "..")
         ):
