@@ -175,3 +175,55 @@ def test_a_second_signal_exits_at_once(tmp_path):
     child = run_signalled(tmp_path, "SIGTERM", "SIGTERM", pause=5.0)  # both within a step
     assert child.returncode == 128 + signal.SIGTERM, child.stderr[-2000:]
     assert "second SIGTERM: exiting now" in child.stderr and "Traceback" not in child.stderr
+
+
+def test_a_run_is_held_by_one_process_at_a_time(tmp_path, toy_train):
+    from podracer.agents.runs import Run
+
+    with Run.open(toy(tmp_path), "toy"):
+        for resume in (False, True):  # a second start, or a resume, while it trains
+            with pytest.raises(ConfigError, match=rf"in use by pid {os.getpid()} on host"):
+                toy_train(toy(tmp_path, resume=resume))
+    toy_train(toy(tmp_path))  # released on close
+    with Run.open(toy(tmp_path, resume=True, total_env_steps=8 * STEPS), "toy"):
+        pass
+    toy_train(toy(tmp_path, resume=True, total_env_steps=8 * STEPS))  # released again
+    assert steps_logged(tmp_path / "toy")[-1] == 80
+    assert sorted(os.listdir(tmp_path)) == ["toy"]  # no lock file left behind
+
+
+def test_a_runs_root_that_cannot_hold_a_run_is_one_line(tmp_path, toy_train):
+    (tmp_path / "file").write_text("a user's file")
+    with pytest.raises(ConfigError, match="runs_root=.* is a file, not a folder"):
+        toy_train(toy(tmp_path / "file"))
+    with pytest.raises(ConfigError, match="cannot hold run .*File name too long"):
+        toy_train(toy(tmp_path, run_name="x" * 300))
+    assert (tmp_path / "file").read_text() == "a user's file"
+
+
+# Two command lines started at once on one run name: one trains it, the other is refused
+# (by the lock while both run, or as an existing run if the first already ended).
+_RACER = """
+import sys
+from podracer.agents.runs import RunConfig
+from podracer.agents.runs.cli import run_cli
+sys.path.insert(0, {tests!r})
+from conftest import toy_train
+sys.exit(run_cli(RunConfig, lambda c: toy_train(c, pause=0.05),
+                 ["--run-name", "raced", "--runs-root", {root!r}, "--total-env-steps", "400",
+                  "--no-progress", "--no-tensorboard"]))
+"""
+
+
+@pytest.mark.slow
+def test_two_processes_started_at_once_on_one_name_never_mix(tmp_path):
+    code = _RACER.format(tests=os.path.dirname(__file__), root=str(tmp_path))
+    racers = [subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True)
+              for _ in range(2)]  # fmt: skip
+    results = [(r.wait(timeout=120), r.stderr.read()) for r in racers]
+    for r in racers:
+        r.stderr.close()
+    assert sorted(code for code, _ in results) == [0, 2], results
+    refused = next(err for code, err in results if code == 2)
+    assert "in use by pid" in refused or "names an existing run" in refused, refused
+    assert steps_logged(tmp_path / "raced") == list(range(10, 410, 10))

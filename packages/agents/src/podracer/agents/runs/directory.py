@@ -7,6 +7,7 @@
       tensorboard/      TensorBoard events (rebuilt from metrics.jsonl after a resume)
       checkpoints/      Orbax checkpoints, one folder per loop step
       eval.json, videos/, plots/   what the tools add
+    runs/.<name>.lock   while a process trains the run (`RunDir.lock`)
 
 Names follow CleanRL's habit, `<env>__<agent>__<seed>__<unix time>`, when none is given.
 Nothing here deletes a file the user or an earlier run wrote.
@@ -14,10 +15,35 @@ Nothing here deletes a file the user or an earlier run wrote.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import socket
 import time
 from typing import Any
+
+
+class RunInUse(RuntimeError):
+    """Another process holds the run's lock."""
+
+
+class RunLock:
+    """A held run lock (an open, `flock`ed file); `release` removes the file, then
+    unlocks it, so a run leaves no lock file behind (a killed holder's file stays, and
+    is simply taken by the next start)."""
+
+    def __init__(self, fd: int, path: str):
+        self._fd: int | None = fd
+        self._path = path
+
+    def release(self) -> None:
+        if self._fd is not None:
+            try:
+                os.unlink(self._path)  # still locked: no other start holds this file
+            except FileNotFoundError:
+                pass
+            os.close(self._fd)  # releases the flock
+            self._fd = None
 
 
 class RunDir:
@@ -40,6 +66,38 @@ class RunDir:
         """The run directory at `path` (a folder holding config.json)."""
         path = os.path.abspath(os.fspath(path))
         return cls(os.path.dirname(path), os.path.basename(path))
+
+    @property
+    def lock_file(self) -> str:
+        """Beside the run's folder, not in it: a new run's folder stays empty until its
+        config is written, and a lock taken before the folder exists orders two starts."""
+        return os.path.join(os.path.dirname(self.path), f".{self.name}.lock")
+
+    def lock(self) -> RunLock:
+        """Takes the run's lock, without waiting: one process (group) trains a run at a
+        time. Raises `RunInUse` naming the holder's pid and host when another holds it.
+        The OS releases it when the holder exits, however it exits (kill -9 included)."""
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        while True:
+            fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 256, 0).decode(errors="replace").strip()
+                os.close(fd)
+                holder = holder or "another process"
+                raise RunInUse(f"run {self.path} is in use by {holder}") from None
+            # The holder before us removes the file as it releases it: a lock on a file
+            # no longer at the path holds nothing, so take the one that is there now.
+            try:
+                if os.stat(self.lock_file).st_ino == os.fstat(fd).st_ino:
+                    break
+            except FileNotFoundError:
+                pass
+            os.close(fd)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} on host {socket.gethostname()}\n".encode(), 0)
+        return RunLock(fd, self.lock_file)
 
     def exists(self) -> bool:
         """Whether a run was started here (its config was written)."""

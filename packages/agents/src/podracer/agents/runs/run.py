@@ -37,6 +37,8 @@ from podracer.agents.runs.checkpoint import CheckpointError
 from podracer.agents.runs.config import RunConfig
 from podracer.agents.runs.config import changed_fields
 from podracer.agents.runs.directory import RunDir
+from podracer.agents.runs.directory import RunInUse
+from podracer.agents.runs.directory import RunLock
 from podracer.agents.runs.directory import auto_name
 from podracer.agents.runs.distributed import initialize_distributed
 from podracer.agents.runs.progress import Progress
@@ -121,6 +123,7 @@ class Run:
         self._end = 0.0
         self._log_mark: tuple[float, int] | None = None  # (time, env steps) of the last row
         self._recent_return = math.nan
+        self._lock: RunLock | None = None  # the run directory's, on process 0
 
     # -- opening: every check before anything is built or written --------------------
 
@@ -129,11 +132,23 @@ class Run:
         """Joins the multi-process run if asked, names the run directory and checks it:
         a name in use needs `resume`, a resume needs the run, and a resume may change
         only `MAY_CHANGE_ON_RESUME` fields. Writes nothing."""
+        import jax
+
         initialize_distributed(config.cluster)
         name = config.run_name or _agreed_auto_name(config)
         directory = RunDir(config.runs_root, name)
-        changes = _check_directory(config, runtime, directory)
-        return cls(config, runtime, directory, changes)
+        # Process 0 holds the run for its whole process group, before any check reads the
+        # folder: of two starts of one name, the second is refused, never mixed in.
+        lock = _lock(config, directory) if jax.process_index() == 0 else None
+        try:
+            changes = _check_directory(config, runtime, directory)
+            run = cls(config, runtime, directory, changes)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+        run._lock = lock
+        return run
 
     def __enter__(self) -> Run:
         return self
@@ -438,6 +453,29 @@ class Run:
         if self._checkpointer is not None:
             self._checkpointer.close()
             self._checkpointer = None
+        if self._lock is not None:  # last: after the final checkpoint and metrics
+            self._lock.release()
+            self._lock = None
+
+
+def _lock(config: RunConfig, directory: RunDir) -> RunLock:
+    owner = type(config).__name__
+    try:
+        return directory.lock()
+    except RunInUse as e:
+        raise ConfigError(
+            f"{owner}.run_name={directory.name!r}: {e}; wait for it to end, or choose "
+            f"another --run-name"
+        ) from None
+    except OSError as e:  # a runs_root that is a file, read-only, or a name too long
+        root = os.path.dirname(directory.path)
+        if os.path.exists(root) and not os.path.isdir(root):
+            message = f"{owner}.runs_root={config.runs_root!r} is a file, not a folder"
+            raise ConfigError(message) from None
+        raise ConfigError(
+            f"{owner}.runs_root={config.runs_root!r} cannot hold run {directory.name!r}: "
+            f"{e.strerror or e}"
+        ) from None
 
 
 def _agreed_auto_name(config: RunConfig) -> str:
@@ -476,7 +514,11 @@ def _check_directory(config: RunConfig, runtime: str, directory: RunDir) -> dict
         return {}
     if not directory.exists():
         root = os.path.dirname(directory.path)
-        runs = sorted(os.listdir(root)) if os.path.isdir(root) else []
+        runs = (
+            sorted(n for n in os.listdir(root) if not n.startswith("."))
+            if os.path.isdir(root)
+            else []
+        )
         close = difflib.get_close_matches(directory.name, runs, n=3)
         hint = f"; did you mean {close}?" if close else f"; runs there: {runs[:20]}" if runs else ""
         raise ConfigError(
