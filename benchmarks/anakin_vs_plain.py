@@ -177,22 +177,26 @@ def time_plain(s: Setting) -> dict:
     }
 
 
-def time_project(s: Setting) -> dict:
+def anakin_config(s: Setting, tensorboard: bool = False):
+    """The project's Anakin run of setting `s`: 10 chunks, a fresh runs root."""
     from podracer.agents import PPOConfig
-    from podracer.agents.runs import final_return
     from podracer.anakin import AnakinConfig
-    from podracer.anakin import train
 
-    per_chunk = s.num_envs * s.num_steps
-    updates = s.total // per_chunk
-    config = AnakinConfig(
+    updates = s.total // (s.num_envs * s.num_steps)
+    return AnakinConfig(
         env=f"gymnax:{s.env}", agent="ppo", num_envs=s.num_envs, rollout_length=s.num_steps,
         updates_per_chunk=max(1, updates // 10), total_env_steps=s.total, progress=False,
-        tensorboard=False, runs_root=tempfile.mkdtemp(prefix="vs-plain-"),
+        tensorboard=tensorboard, runs_root=tempfile.mkdtemp(prefix="vs-plain-"),
         agent_config=PPOConfig(learning_rate=s.learning_rate, num_epochs=s.epochs,
                                num_minibatches=s.minibatches, activation=s.activation),
     )  # fmt: skip
-    result = train(config)
+
+
+def time_project(s: Setting) -> dict:
+    from podracer.agents.runs import final_return
+    from podracer.anakin import train
+
+    result = train(anakin_config(s))
     return {"sps": result.sps, "compile_s": result.compile_seconds, "return": final_return(result)}
 
 

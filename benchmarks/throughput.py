@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import tempfile
 import time
 
 from anakin_vs_plain import Setting  # beside this script
+from anakin_vs_plain import anakin_config
 from anakin_vs_plain import plain_ppo
 
 
@@ -40,20 +40,6 @@ def settings(scale: float) -> list[Setting]:
         Setting("Breakout-MinAtar", "Breakout-MinAtar", 64, 128, 4, 8, "relu", 5e-3,
                 int(5e5 * scale)),
     ]  # fmt: skip
-
-
-def anakin_config(s: Setting):
-    from podracer.agents import PPOConfig
-    from podracer.anakin import AnakinConfig
-
-    updates = s.total // (s.num_envs * s.num_steps)
-    return AnakinConfig(
-        env=f"gymnax:{s.env}", agent="ppo", num_envs=s.num_envs, rollout_length=s.num_steps,
-        updates_per_chunk=max(1, updates // 10), total_env_steps=s.total, progress=False,
-        runs_root=tempfile.mkdtemp(prefix="throughput-"),
-        agent_config=PPOConfig(learning_rate=s.learning_rate, num_epochs=s.epochs,
-                               num_minibatches=s.minibatches, activation=s.activation),
-    )  # fmt: skip
 
 
 def plain_runner(s: Setting):
@@ -96,7 +82,7 @@ def chunk_runner(s: Setting):
 def train_runner(s: Setting):
     from podracer.anakin import train
 
-    return lambda: train(anakin_config(s)).sps
+    return lambda: train(anakin_config(s, tensorboard=True)).sps  # every writer
 
 
 def spread(a: list[float], b: list[float]) -> str:

@@ -8,6 +8,7 @@ exception is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable
 from typing import Any
@@ -49,8 +50,6 @@ def check_int(cfg: Any, *fields: str, minimum: int = 1) -> None:
 def check_finite(cfg: Any) -> None:
     """Every float field (and every float in a tuple field) is finite: NaN and infinities
     are refused before anything trains on them."""
-    import dataclasses
-
     for f in dataclasses.fields(cfg):
         v = getattr(cfg, f.name)
         values = v if isinstance(v, tuple) else (v,)

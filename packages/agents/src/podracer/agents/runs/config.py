@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import types
 import typing
 from typing import Annotated
@@ -111,9 +110,8 @@ class RunConfig:
                   "video_episodes")  # fmt: skip
         check_int(self, "log_interval", "eval_interval", "video_interval", "checkpoint_interval",
                   minimum=0)  # fmt: skip
-        wall = self.max_wall_seconds
-        if isinstance(wall, bool) or not isinstance(wall, int | float) or not 0 <= wall < math.inf:
-            fail(self, "max_wall_seconds", "finite and >= 0 (0: no budget)")
+        if not isinstance(self.max_wall_seconds, int | float) or self.max_wall_seconds < 0:
+            fail(self, "max_wall_seconds", ">= 0 (0: no budget)")  # finite: check_finite
         if self.run_name is not None and (
             not self.run_name or "/" in self.run_name or self.run_name in (".", "..")
         ):
