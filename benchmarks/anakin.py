@@ -83,9 +83,9 @@ def catch_demo(num_envs: int, updates: int, repeats: int) -> dict:
 
 
 def cartpole_ppo(num_envs: int, total: int) -> dict:
-    from podracer.agents.runs import final_return
     from podracer.anakin import AnakinConfig
     from podracer.anakin import train
+    from podracer.runs import final_return
 
     config = AnakinConfig(
         env="gymnax:CartPole-v1",

@@ -193,8 +193,8 @@ def anakin_config(s: Setting, tensorboard: bool = False):
 
 
 def time_project(s: Setting) -> dict:
-    from podracer.agents.runs import final_return
     from podracer.anakin import train
+    from podracer.runs import final_return
 
     result = train(anakin_config(s))
     return {"sps": result.sps, "compile_s": result.compile_seconds, "return": final_return(result)}

@@ -9,7 +9,7 @@
 
 Each task's runs go to `<runs-root>/<time>/`; the curves (training return and greedy
 evaluation, mean over seeds with a 95% bootstrap band) and `summary.csv` of each task go
-to `<out>/<task>/` through `podracer.agents.tools.plot.plot_runs`. Prints one line per
+to `<out>/<task>/` through `podracer.runs.tools.plot.plot_runs`. Prints one line per
 task: the final training return (each seed's mean over the last 10% of its steps, then
 the mean over seeds), each seed's, the last greedy evaluation, SPS and wall time.
 
@@ -82,8 +82,8 @@ def run_sebulba(task: Task, name: str, root: str, seed: int, steps: int | None) 
 
 def last_evals(paths: list[str]) -> list[float]:
     """The last greedy evaluation of each seed."""
-    from podracer.agents.tools.aggregate import series
-    from podracer.agents.tools.records import load_runs
+    from podracer.runs.tools.aggregate import series
+    from podracer.runs.tools.records import load_runs
 
     values = []
     for run in load_runs(paths):
@@ -103,7 +103,7 @@ def main() -> None:
     parser.add_argument("--out", default="benchmarks/results/continuous")
     args = parser.parse_args()
 
-    from podracer.agents.tools.plot import plot_runs
+    from podracer.runs.tools.plot import plot_runs
 
     root = os.path.join(args.runs_root, time.strftime("%Y%m%d-%H%M%S"))
     lines = []

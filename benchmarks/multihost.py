@@ -26,7 +26,7 @@ import textwrap
 ANAKIN = textwrap.dedent(
     """
     import json, sys, jax
-    from podracer.agents.runs import DistributedConfig
+    from podracer.runs import DistributedConfig
     from podracer.anakin import AnakinConfig, train
     envs, steps, dist = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "dist"
     r = train(AnakinConfig(num_envs=envs, total_env_steps=steps, progress=False, tensorboard=False,
@@ -39,7 +39,7 @@ ANAKIN = textwrap.dedent(
 SEBULBA = textwrap.dedent(
     """
     import json, sys, jax
-    from podracer.agents.runs import DistributedConfig, final_return
+    from podracer.runs import DistributedConfig, final_return
     from podracer.sebulba import SebulbaConfig, train
     steps, dist = int(sys.argv[1]), sys.argv[2] == "dist"
     if dist:
@@ -64,7 +64,7 @@ def _run(code: str, args: list[str], processes: int) -> dict:
         out = subprocess.run([*script, *args, "local"], env=env, capture_output=True, text=True)
         text = out.stdout + out.stderr
     else:
-        launch = [sys.executable, "-m", "podracer.agents.runs.launch", "-n", str(processes),
+        launch = [sys.executable, "-m", "podracer.runs.launch", "-n", str(processes),
                   "-d", "1"]  # fmt: skip
         out = subprocess.run(
             [*launch, "--", *script, *args, "dist"], capture_output=True, text=True

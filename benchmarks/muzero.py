@@ -59,8 +59,8 @@ def anakin_config(env: str, seconds: float, **overrides):
 
 
 def learn(config, target: float) -> dict:
-    from podracer.agents.runs import final_return
     from podracer.anakin import train
+    from podracer.runs import final_return
 
     result = train(config)
     evals = [h for h in result.history if "eval/episodic_return" in h]

@@ -79,9 +79,9 @@ def main() -> None:
     parser.add_argument("--png", default=None, help="default: benchmarks/out/<run-name>.png")
     args = parser.parse_args()
 
-    from podracer.agents.runs import final_return
     from podracer.envs import AtariOptions
     from podracer.envs import make_host
+    from podracer.runs import final_return
     from podracer.sebulba import train
 
     config = make_config(args)

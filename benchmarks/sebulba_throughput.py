@@ -237,8 +237,8 @@ def measure(name: str, config) -> dict:
     import jax
 
     from podracer.agents import make_agent
-    from podracer.agents.runs import final_return
     from podracer.envs import make_host
+    from podracer.runs import final_return
     from podracer.sebulba import train
     from podracer.sebulba.rollout import XlaLoop
     from podracer.sebulba.run import actor_devices

@@ -16,9 +16,9 @@ import tempfile
 
 
 def run(num_seeds: int, steps: int) -> dict:
-    from podracer.agents.runs import final_return
     from podracer.anakin import AnakinConfig
     from podracer.anakin import train
+    from podracer.runs import final_return
 
     config, _ = AnakinConfig.from_preset(
         env="gymnax:CartPole-v1", agent="ppo", num_seeds=num_seeds, total_env_steps=steps,

@@ -147,9 +147,9 @@ def train(task: Task, seeds: int, stall: float) -> float:
 
 def summarize(task: Task, seeds: int) -> dict:
     """Copies the runs' records into the results, draws the curve, computes the summary."""
-    from podracer.agents.tools import aggregate
-    from podracer.agents.tools import plot
-    from podracer.agents.tools import records
+    from podracer.runs.tools import aggregate
+    from podracer.runs.tools import plot
+    from podracer.runs.tools import records
 
     out = os.path.join(RESULTS, task.name)
     os.makedirs(out, exist_ok=True)

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Installs each package alone (its declared dependencies only) in a fresh environment and
 # runs its own tests there: a missing dependency declaration fails here.
-# `envs+extras` / `agents+extras` are the package with its optional extras (gymnax, envpool,
-# brax; the tools, wandb), so the tests that skip without them run against the extras'
+# `envs+extras` / `runs+extras` are the package with its optional extras (gymnax, envpool,
+# brax; video, plot, wandb), so the tests that skip without them run against the extras'
 # declared ranges too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export UV_PYTHON_DOWNLOADS=never
 packages=("$@")
-[ ${#packages[@]} -eq 0 ] && packages=(envs envs+extras search agents agents+extras anakin sebulba)
+[ ${#packages[@]} -eq 0 ] && packages=(envs envs+extras search agents runs runs+extras anakin sebulba)
 for entry in "${packages[@]}"; do
   p="${entry%+extras}"
   extras=()

@@ -8,7 +8,7 @@ within 0.1 of each other.
 import pytest
 
 from podracer.agents import ImpalaConfig
-from podracer.agents.runs import final_return
+from podracer.runs import final_return
 
 pytestmark = pytest.mark.slow
 

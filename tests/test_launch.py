@@ -12,7 +12,7 @@ import pytest
 SCRIPT = textwrap.dedent(
     """
     import os
-    from podracer.agents.runs import DistributedConfig, initialize_distributed
+    from podracer.runs import DistributedConfig, initialize_distributed
     import jax
     initialize_distributed(DistributedConfig(distributed=True))
     port = int(os.environ["JAX_COORDINATOR_ADDRESS"].rsplit(":", 1)[1])
@@ -35,7 +35,7 @@ def test_the_coordinator_of_a_local_launch_listens_on_loopback_only(tmp_path):
     script = tmp_path / "probe.py"
     script.write_text(SCRIPT)
     out = subprocess.run(
-        [sys.executable, "-m", "podracer.agents.runs.launch", "-n", "2", "--timeout", "120",
+        [sys.executable, "-m", "podracer.runs.launch", "-n", "2", "--timeout", "120",
          "--", sys.executable, str(script)],
         capture_output=True, text=True, timeout=180,
     )  # fmt: skip
@@ -49,7 +49,7 @@ def test_the_coordinator_of_a_local_launch_listens_on_loopback_only(tmp_path):
 
 
 def test_a_bind_address_is_only_chosen_for_a_loopback_coordinator():
-    from podracer.agents.runs.distributed import bind_address
+    from podracer.runs.distributed import bind_address
 
     assert bind_address("127.0.0.1:1234") == "127.0.0.1:1234"
     assert bind_address("localhost:99") == "localhost:99"

@@ -18,7 +18,7 @@ SCRIPT = textwrap.dedent(
     """
     import json, sys, jax, numpy as np
     from podracer.anakin import AnakinConfig, train
-    from podracer.agents.runs import DistributedConfig
+    from podracer.runs import DistributedConfig
     where, chunks, name, root, resume = sys.argv[1:6]
     config = AnakinConfig(num_envs=8, rollout_length=4, updates_per_chunk=5,
                           total_env_steps=int(chunks) * 160, progress=False, tensorboard=False,
@@ -59,7 +59,7 @@ def test_two_processes_match_one_process_and_their_checkpoint_resumes_in_one(tmp
         [
             sys.executable,
             "-m",
-            "podracer.agents.runs.launch",
+            "podracer.runs.launch",
             "-n",
             "2",
             "-d",
@@ -105,7 +105,7 @@ FAULT_SCRIPT = textwrap.dedent(
     """
     import os, signal, sys, threading, time, json, jax, numpy as np
     from podracer.anakin import AnakinConfig, train
-    from podracer.agents.runs import DistributedConfig, initialize_distributed
+    from podracer.runs import DistributedConfig, initialize_distributed
     root, resume, kill = sys.argv[1], sys.argv[2] == "resume", sys.argv[3] == "kill"
     config = AnakinConfig(num_envs=8, rollout_length=4, updates_per_chunk=5,
                           total_env_steps=4 * 160, progress=False, tensorboard=False,
@@ -137,7 +137,7 @@ def test_killed_process_stops_the_run_and_resume_continues(tmp_path):
         [
             sys.executable,
             "-m",
-            "podracer.agents.runs.launch",
+            "podracer.runs.launch",
             "-n",
             "2",
             "-d",

@@ -19,7 +19,7 @@ SCRIPT = textwrap.dedent(
     """
     import json, os, signal, sys, threading, time
     import jax, numpy as np
-    from podracer.agents.runs import DistributedConfig, final_return, initialize_distributed
+    from podracer.runs import DistributedConfig, final_return, initialize_distributed
     from podracer.sebulba import SebulbaConfig, train
 
     total, root, name, mode, where, action = sys.argv[1:7]
@@ -63,7 +63,7 @@ def _run(script, root, total, mode, processes, action="none", name="run", timeou
     if processes == 1:
         command = [sys.executable, *args, "local", action]
     else:
-        launch = [sys.executable, "-m", "podracer.agents.runs.launch", "-n", str(processes),
+        launch = [sys.executable, "-m", "podracer.runs.launch", "-n", str(processes),
                   "-d", "1", "--timeout", str(timeout - 30), "--"]  # fmt: skip
         command = [*launch, sys.executable, *args, "dist", action]
     proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout,

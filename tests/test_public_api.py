@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-PACKAGES = ["podracer.envs", "podracer.search", "podracer.agents", "podracer.agents.runs",
+PACKAGES = ["podracer.envs", "podracer.search", "podracer.agents", "podracer.runs",
             "podracer.anakin", "podracer.sebulba"]  # fmt: skip
 
 

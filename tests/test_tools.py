@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from podracer.agents.runs import parse_cli
-from podracer.agents.tools import evaluate
-from podracer.agents.tools import plot
+from podracer.runs import parse_cli
+from podracer.runs.tools import evaluate
+from podracer.runs.tools import plot
 
 pytestmark = pytest.mark.slow
 RANDOM_CARTPOLE = 22  # a random policy's mean return on CartPole-v1

@@ -18,7 +18,6 @@ from podracer.agents.muzero_networks import MuZeroNetwork
 from podracer.agents.muzero_networks import make_model
 from podracer.agents.muzero_networks import normalize_latent
 from podracer.agents.muzero_networks import scale_gradient
-from podracer.agents.runs import final_return
 from podracer.envs import EnvSpec
 from podracer.search import DiscreteSupport
 from podracer.search import SearchConfig
@@ -386,6 +385,8 @@ def test_learns_catch_on_anakin():
     deterministic search after the last chunk. CartPole is benchmarks/muzero.py's.
     """
     anakin = pytest.importorskip("podracer.anakin")
+    from podracer.runs import final_return  # a dependency of podracer-anakin
+
     config = anakin.AnakinConfig(
         agent="muzero",
         num_envs=32,

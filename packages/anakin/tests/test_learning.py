@@ -6,9 +6,9 @@ import pytest
 
 from podracer.agents import ImpalaConfig
 from podracer.agents import PPOConfig
-from podracer.agents.runs import final_return
 from podracer.anakin import AnakinConfig
 from podracer.anakin import train
+from podracer.runs import final_return
 
 pytestmark = pytest.mark.slow
 

@@ -21,10 +21,10 @@ from podracer.agents import AGENTS
 from podracer.agents import ImpalaConfig
 from podracer.agents import make_impala
 from podracer.agents import register_agent
-from podracer.agents.runs import read_tensorboard
 from podracer.anakin import AnakinConfig
 from podracer.anakin import train
 from podracer.anakin.cli import main
+from podracer.runs import read_tensorboard
 
 CHUNK = 8 * 4 * 5  # env steps per chunk of the tiny config
 TINY = ["--num-envs", "8", "--rollout-length", "4", "--updates-per-chunk", "5"]

@@ -3,7 +3,7 @@
 import pytest
 
 from podracer.agents import PPOConfig
-from podracer.agents.runs import parse_cli
+from podracer.runs import parse_cli
 from podracer.sebulba import SebulbaConfig
 from podracer.sebulba import train
 

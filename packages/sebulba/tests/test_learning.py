@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from podracer.agents.runs import final_return
+from podracer.runs import final_return
 from podracer.sebulba import SebulbaConfig
 from podracer.sebulba import train
 

@@ -20,8 +20,8 @@ from podracer.agents import AGENTS
 from podracer.agents import ImpalaConfig
 from podracer.agents import make_impala
 from podracer.agents import register_agent
-from podracer.agents.runs import Checkpointer
-from podracer.agents.runs import read_tensorboard
+from podracer.runs import Checkpointer
+from podracer.runs import read_tensorboard
 from podracer.sebulba.cli import main
 
 UPDATE = 4 * 8  # env steps per update of the tiny config

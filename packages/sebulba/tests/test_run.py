@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from podracer.agents import PPOConfig
-from podracer.agents.runs import Checkpointer
 from podracer.envs import make_host
+from podracer.runs import Checkpointer
 from podracer.sebulba import StageTimeout
 from podracer.sebulba import train
 

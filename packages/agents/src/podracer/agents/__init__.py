@@ -2,7 +2,7 @@
 
 The agents (`make_agent(name, spec, config)`) and their configs are listed below; the run
 harness around a runtime's loop (run directories, checkpoints, resume, metrics, the CLI
-helper, the tools that read runs) is the subpackage `podracer.agents.runs`.
+helper, the tools that read runs) is its own package, podracer-runs (`podracer.runs`).
 
 Names are imported on first use (lazy loading as in scientific-python's SPEC 1): the
 configs and the registry import without JAX, so command lines start fast.

@@ -6,8 +6,8 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    from podracer.agents.runs.cli import run_cli
     from podracer.anakin.config import AnakinConfig
+    from podracer.runs.cli import run_cli
 
     def train(config):
         from podracer.anakin.train import train  # JAX starts here, after parsing

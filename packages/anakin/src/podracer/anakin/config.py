@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
-from podracer.agents.runs.config import RunConfig
 from podracer.agents.validation import ConfigError
 from podracer.agents.validation import check_int
 from podracer.agents.validation import fail
+from podracer.runs.config import RunConfig
 
 
 @dataclasses.dataclass(frozen=True)

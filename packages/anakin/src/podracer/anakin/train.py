@@ -17,10 +17,6 @@ import numpy as np
 
 from podracer.agents import learner_updates
 from podracer.agents import make_agent
-from podracer.agents.runs import Run
-from podracer.agents.runs import RunResult
-from podracer.agents.runs import abstract_like
-from podracer.agents.runs import block
 from podracer.agents.validation import ConfigError
 from podracer.anakin.config import AnakinConfig
 from podracer.anakin.runtime import ChunkMetrics
@@ -31,6 +27,10 @@ from podracer.anakin.runtime import make_evaluate
 from podracer.anakin.runtime import make_init
 from podracer.anakin.runtime import make_mesh
 from podracer.anakin.runtime import state_shardings
+from podracer.runs import Run
+from podracer.runs import RunResult
+from podracer.runs import abstract_like
+from podracer.runs import block
 
 
 class Program(NamedTuple):

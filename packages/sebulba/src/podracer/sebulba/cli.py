@@ -6,7 +6,7 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    from podracer.agents.runs.cli import run_cli
+    from podracer.runs.cli import run_cli
     from podracer.sebulba.config import SebulbaConfig
 
     def train(config):

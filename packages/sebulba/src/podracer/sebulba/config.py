@@ -18,10 +18,10 @@ import dataclasses
 from typing import ClassVar
 from typing import Literal
 
-from podracer.agents.runs.config import RunConfig
 from podracer.agents.validation import ConfigError
 from podracer.agents.validation import check_int
 from podracer.agents.validation import fail
+from podracer.runs.config import RunConfig
 
 ActorLoop = Literal["auto", "xla", "python"]
 

@@ -44,7 +44,7 @@ from podracer.agents import init_local_replays
 from podracer.agents import init_train_state
 from podracer.agents import make_learn
 from podracer.agents import pmean_flat
-from podracer.agents.runs import Run
+from podracer.runs import Run
 from podracer.sebulba.actor import Actor
 from podracer.sebulba.actor import Rollout
 from podracer.sebulba.lifetime import Supervisor

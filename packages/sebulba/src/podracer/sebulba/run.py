@@ -24,11 +24,11 @@ from podracer.agents import Agent
 from podracer.agents import learner_updates
 from podracer.agents import make_agent
 from podracer.agents.evaluation import host_episodes
-from podracer.agents.runs import Run
-from podracer.agents.runs import RunResult
-from podracer.agents.runs import abstract_like
 from podracer.agents.validation import ConfigError
 from podracer.envs import HostEnv
+from podracer.runs import Run
+from podracer.runs import RunResult
+from podracer.runs import abstract_like
 from podracer.sebulba.actor import Actor
 from podracer.sebulba.actor import deterministic_schedule
 from podracer.sebulba.config import SebulbaConfig

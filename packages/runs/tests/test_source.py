@@ -11,13 +11,13 @@ import pytest
 from podracer.agents import QLambdaConfig
 from podracer.agents import init_train_state
 from podracer.agents import make_agent
-from podracer.agents.runs import Checkpointer
-from podracer.agents.runs import to_jsonable
-from podracer.agents.runs.source import load
-from podracer.agents.runs.source import parse_source
-from podracer.agents.runs.source import warm_start
 from podracer.agents.validation import ConfigError
 from podracer.envs import EnvSpec
+from podracer.runs import Checkpointer
+from podracer.runs import to_jsonable
+from podracer.runs.source import load
+from podracer.runs.source import parse_source
+from podracer.runs.source import warm_start
 
 SPEC = EnvSpec("probe", (3,), "float32", 2)
 CONFIG = QLambdaConfig(hidden_sizes=(8,))

@@ -18,13 +18,13 @@ import pytest
 from podracer.agents import QLambdaConfig
 from podracer.agents import init_train_state
 from podracer.agents import make_qlambda
-from podracer.agents.runs import Checkpointer
-from podracer.agents.runs import CheckpointError
-from podracer.agents.runs import CheckpointMismatch
-from podracer.agents.runs import abstract_like
-from podracer.agents.runs import package_versions
-from podracer.agents.runs import to_jsonable
 from podracer.envs import EnvSpec
+from podracer.runs import Checkpointer
+from podracer.runs import CheckpointError
+from podracer.runs import CheckpointMismatch
+from podracer.runs import abstract_like
+from podracer.runs import package_versions
+from podracer.runs import to_jsonable
 
 CONFIG = QLambdaConfig(torso="mlp", hidden_sizes=(4,))
 
@@ -153,7 +153,7 @@ SAVE_ON_TWO_DEVICES_THEN_DIE = """
     import os, signal, sys, threading, time
     import jax, jax.numpy as jnp, numpy as np
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
-    from podracer.agents.runs import Checkpointer
+    from podracer.runs import Checkpointer
 
     directory = sys.argv[1]
     assert len(jax.devices()) == 2, jax.devices()

@@ -13,12 +13,12 @@ from podracer.agents import AGENTS
 from podracer.agents import PPOConfig
 from podracer.agents import QLambdaConfig
 from podracer.agents import register_agent
-from podracer.agents.runs import PRESETS
-from podracer.agents.runs import Preset
-from podracer.agents.runs import RunConfig
-from podracer.agents.runs import parse_cli
-from podracer.agents.runs import register_preset
-from podracer.agents.runs import run_cli
+from podracer.runs import PRESETS
+from podracer.runs import Preset
+from podracer.runs import RunConfig
+from podracer.runs import parse_cli
+from podracer.runs import register_preset
+from podracer.runs import run_cli
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,8 +158,8 @@ def test_a_refused_run_is_one_line_too(tmp_path, capsys, toy_train):
 
 def test_parsing_imports_no_jax():
     code = (
-        "import sys\nfrom podracer.agents.runs.cli import parse_cli\n"
-        "from podracer.agents.runs.config import RunConfig\n"
+        "import sys\nfrom podracer.runs.cli import parse_cli\n"
+        "from podracer.runs.config import RunConfig\n"
         "parse_cli(RunConfig, ['--agent', 'muzero', '--env', 'gymnax:CartPole-v1'])\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'flax', 'orbax')))"
     )

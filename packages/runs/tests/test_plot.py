@@ -10,10 +10,10 @@ import sys
 
 import pytest
 
-pytest.importorskip("rliable", reason="the tools extra: podracer-agents[tools]")
-pytest.importorskip("matplotlib", reason="the tools extra: podracer-agents[tools]")
+pytest.importorskip("rliable", reason="the plot extra: podracer-runs[plot]")
+pytest.importorskip("matplotlib", reason="the plot extra: podracer-runs[plot]")
 
-from podracer.agents.tools import plot
+from podracer.runs.tools import plot
 
 TOOLS = pathlib.Path(plot.__file__).parent
 

@@ -9,11 +9,11 @@ import math
 import numpy as np
 import pytest
 
-pytest.importorskip("rliable", reason="the tools extra: podracer-agents[tools]")
-pytest.importorskip("matplotlib", reason="the tools extra: podracer-agents[tools]")
+pytest.importorskip("rliable", reason="the plot extra: podracer-runs[plot]")
+pytest.importorskip("matplotlib", reason="the plot extra: podracer-runs[plot]")
 
-from podracer.agents.tools import aggregate as agg
-from podracer.agents.tools import records
+from podracer.runs.tools import aggregate as agg
+from podracer.runs.tools import records
 
 
 def write_run(root, name, rows, seed=0, lr=1e-3, env="gymnax:CartPole-v1", tail="", **config):

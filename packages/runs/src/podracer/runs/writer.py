@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from podracer.agents.runs.directory import RunDir
 from podracer.agents.validation import ConfigError
+from podracer.runs.directory import RunDir
 
 
 class MetricWriter:
@@ -121,7 +121,7 @@ def _start_wandb(run_dir: RunDir, project: str, entity: str | None, mode: str, c
         import wandb
     except ImportError:
         raise ConfigError(
-            "RunConfig.wandb_project needs the wandb extra: pip install 'podracer-agents[wandb]'"
+            "RunConfig.wandb_project needs the wandb extra: pip install 'podracer-runs[wandb]'"
         ) from None
     id_file = os.path.join(run_dir.path, "wandb.json")
     run_id = None

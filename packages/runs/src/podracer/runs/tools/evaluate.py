@@ -42,12 +42,12 @@ def evaluate(
     from podracer.agents.evaluation import env_keys
     from podracer.agents.evaluation import host_episodes
     from podracer.agents.evaluation import jax_episodes
-    from podracer.agents.runs.source import load
-    from podracer.agents.runs.source import parse_source
     from podracer.agents.validation import ConfigError
     from podracer.envs import is_jax_env
     from podracer.envs import make
     from podracer.envs import make_host
+    from podracer.runs.source import load
+    from podracer.runs.source import parse_source
 
     where = parse_source(source, runs_root, owner="podracer eval")
     env_name = env or where.run.read_config()["env"]
@@ -90,7 +90,7 @@ def evaluate(
         "seconds": time.perf_counter() - start,
     }
     if video:
-        from podracer.agents.runs.video import Recorder
+        from podracer.runs.video import Recorder
 
         recorder = Recorder(loaded.agent, env_name, episodes=video, greedy=greedy)
         name = f"eval_{loaded.step}_{env_name.replace(':', '-').replace('/', '-')}.mp4"

@@ -16,10 +16,10 @@ import pytest
 
 from podracer.agents import ImpalaConfig
 from podracer.agents import QLambdaConfig
-from podracer.agents.runs import RunConfig
-from podracer.agents.runs import final_return
-from podracer.agents.runs import to_jsonable
 from podracer.agents.validation import ConfigError
+from podracer.runs import RunConfig
+from podracer.runs import final_return
+from podracer.runs import to_jsonable
 
 STEPS = 10  # env steps per loop step of the toy runtime (conftest.toy_train)
 
@@ -134,7 +134,7 @@ SIGNALLED = """
 import os, signal, sys, threading, time
 sys.path.insert(0, sys.argv[1])
 from conftest import toy_train
-from podracer.agents.runs import RunConfig
+from podracer.runs import RunConfig
 root, signals, pause = sys.argv[2], sys.argv[3].split(","), float(sys.argv[4])
 def send():
     while not os.path.exists(os.path.join(root, "toy", "metrics.jsonl")):
@@ -178,7 +178,7 @@ def test_a_second_signal_exits_at_once(tmp_path):
 
 
 def test_a_run_is_held_by_one_process_at_a_time(tmp_path, toy_train):
-    from podracer.agents.runs import Run
+    from podracer.runs import Run
 
     with Run.open(toy(tmp_path), "toy"):
         for resume in (False, True):  # a second start, or a resume, while it trains
@@ -205,8 +205,8 @@ def test_a_runs_root_that_cannot_hold_a_run_is_one_line(tmp_path, toy_train):
 # (by the lock while both run, or as an existing run if the first already ended).
 _RACER = """
 import sys
-from podracer.agents.runs import RunConfig
-from podracer.agents.runs.cli import run_cli
+from podracer.runs import RunConfig
+from podracer.runs.cli import run_cli
 sys.path.insert(0, {tests!r})
 from conftest import toy_train
 sys.exit(run_cli(RunConfig, lambda c: toy_train(c, pause=0.05),

@@ -32,19 +32,19 @@ from typing import NamedTuple
 
 import numpy as np
 
-from podracer.agents.runs.checkpoint import Checkpointer
-from podracer.agents.runs.checkpoint import CheckpointError
-from podracer.agents.runs.config import RunConfig
-from podracer.agents.runs.config import changed_fields
-from podracer.agents.runs.directory import RunDir
-from podracer.agents.runs.directory import RunInUse
-from podracer.agents.runs.directory import RunLock
-from podracer.agents.runs.directory import auto_name
-from podracer.agents.runs.distributed import initialize_distributed
-from podracer.agents.runs.progress import Progress
-from podracer.agents.runs.signals import StopSignals
-from podracer.agents.runs.writer import MetricWriter
 from podracer.agents.validation import ConfigError
+from podracer.runs.checkpoint import Checkpointer
+from podracer.runs.checkpoint import CheckpointError
+from podracer.runs.config import RunConfig
+from podracer.runs.config import changed_fields
+from podracer.runs.directory import RunDir
+from podracer.runs.directory import RunInUse
+from podracer.runs.directory import RunLock
+from podracer.runs.directory import auto_name
+from podracer.runs.distributed import initialize_distributed
+from podracer.runs.progress import Progress
+from podracer.runs.signals import StopSignals
+from podracer.runs.writer import MetricWriter
 
 EVAL_METRIC = "eval/episodic_return"  # what "best" checkpoints are ranked by
 
@@ -209,9 +209,9 @@ class Run:
         config = self.config
         if not config.init_from or self._restored or config.resume:
             return train
-        from podracer.agents.runs.source import load
-        from podracer.agents.runs.source import parse_source
-        from podracer.agents.runs.source import warm_start
+        from podracer.runs.source import load
+        from podracer.runs.source import parse_source
+        from podracer.runs.source import warm_start
 
         owner = f"{type(config).__name__}.init_from"
         source = parse_source(config.init_from, config.runs_root, owner)
@@ -390,7 +390,7 @@ class Run:
             return None
         import jax
 
-        from podracer.agents.runs.video import Recorder
+        from podracer.runs.video import Recorder
 
         local = jax.tree.map(lambda x: x.addressable_shards[0].data, params)  # this host's copy
         if self.num_seeds > 1:

@@ -6,9 +6,9 @@ import os
 import pytest
 
 from podracer.agents import PPOConfig
-from podracer.agents.runs import RunDir
-from podracer.agents.runs import auto_name
-from podracer.agents.runs import to_jsonable
+from podracer.runs import RunDir
+from podracer.runs import auto_name
+from podracer.runs import to_jsonable
 
 
 def test_to_jsonable_handles_configs_tuples_and_scalars():

@@ -7,9 +7,9 @@ import os
 import numpy as np
 import pytest
 
-from podracer.agents.runs import MetricWriter
-from podracer.agents.runs import RunDir
-from podracer.agents.runs import read_tensorboard
+from podracer.runs import MetricWriter
+from podracer.runs import RunDir
+from podracer.runs import read_tensorboard
 
 
 def test_rows_go_to_jsonl_and_tensorboard(tmp_path):

@@ -15,11 +15,11 @@ import os
 from typing import Any
 from typing import NamedTuple
 
-from podracer.agents.runs.checkpoint import Checkpointer
-from podracer.agents.runs.checkpoint import CheckpointError
-from podracer.agents.runs.config import config_from_json
-from podracer.agents.runs.directory import RunDir
 from podracer.agents.validation import ConfigError
+from podracer.runs.checkpoint import Checkpointer
+from podracer.runs.checkpoint import CheckpointError
+from podracer.runs.config import config_from_json
+from podracer.runs.directory import RunDir
 
 
 class Source(NamedTuple):

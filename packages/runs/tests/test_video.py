@@ -9,13 +9,15 @@ import numpy as np
 import pytest
 
 from podracer.agents import make_agent
-from podracer.agents.runs.video import Recorder
-from podracer.agents.runs.video import episode_frames
-from podracer.agents.runs.video import write_video
 from podracer.envs import make
+from podracer.runs.video import Recorder
+from podracer.runs.video import episode_frames
+from podracer.runs.video import write_video
 
-imageio = pytest.importorskip("imageio.v2", reason="the tools extra: podracer-agents[tools]")
-imageio_ffmpeg = pytest.importorskip("imageio_ffmpeg", reason="the tools extra")
+imageio = pytest.importorskip("imageio.v2", reason="the video extra: podracer-runs[video]")
+imageio_ffmpeg = pytest.importorskip(
+    "imageio_ffmpeg", reason="the video extra: podracer-runs[video]"
+)
 
 
 def read_frames(path) -> np.ndarray:

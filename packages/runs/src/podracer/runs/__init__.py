@@ -1,4 +1,4 @@
-"""podracer.agents.runs: the run harness below both runtimes.
+"""podracer.runs: the run harness below both runtimes.
 
 Everything around a runtime's loop lives here once: the common run config, the run
 directory, metric writers, checkpoints, resume and its checks, progress, stop signals,

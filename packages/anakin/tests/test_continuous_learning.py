@@ -1,15 +1,10 @@
 """Learning on a continuous box: Anakin PPO with the `control` preset lifts gymnax
-Pendulum's return from about -1200 (a random policy) to a swinging-up policy.
-
-It needs the Anakin runtime and gymnax, which the agents package does not depend on:
-skipped where they are not installed (`uv sync --package podracer-agents`)."""
+Pendulum's return from about -1200 (a random policy) to a swinging-up policy."""
 
 import pytest
 
-pytest.importorskip("gymnax")
-anakin = pytest.importorskip("podracer.anakin")
-
-from podracer.agents.runs import final_return  # noqa: E402
+from podracer import anakin
+from podracer.runs import final_return
 
 pytestmark = pytest.mark.slow
 

@@ -9,14 +9,15 @@ from __future__ import annotations
 import sys
 
 _COMMANDS = {
-    "eval": ("podracer.agents.tools.evaluate", "episodes of a saved agent, on any env of its spec"),
-    "plot": ("podracer.agents.tools.plot", "curves of one or more runs, aggregated over seeds"),
-    "launch": ("podracer.agents.runs.launch", "run N local processes of a multi-host run"),
+    "eval": ("podracer.runs.tools.evaluate", "episodes of a saved agent, on any env of its spec"),
+    "plot": ("podracer.runs.tools.plot", "curves of one or more runs, aggregated over seeds"),
+    "launch": ("podracer.runs.launch", "run N local processes of a multi-host run"),
 }
 
 
-# Modules of the tools extra (podracer-agents[tools]), imported by the commands that use them.
-_EXTRAS = ("matplotlib", "rliable", "imageio", "imageio_ffmpeg")
+# Modules of podracer-runs' extras, imported by the commands that use them.
+_EXTRAS = {"matplotlib": "plot", "rliable": "plot", "pandas": "plot", "imageio": "video",
+           "imageio_ffmpeg": "video"}  # fmt: skip
 
 
 def _usage() -> str:
@@ -40,10 +41,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return module.main(argv[1:])
     except ImportError as e:
-        if e.name not in _EXTRAS:
+        extra = _EXTRAS.get((e.name or "").split(".")[0])
+        if extra is None:
             raise
-        print(f"podracer {argv[0]}: needs {e.name}, from the tools extra: "
-              f"pip install 'podracer-agents[tools]'", file=sys.stderr)  # fmt: skip
+        print(f"podracer {argv[0]}: needs {e.name}, from the {extra} extra: "
+              f"pip install 'podracer-runs[{extra}]'", file=sys.stderr)  # fmt: skip
         return 2
 
 

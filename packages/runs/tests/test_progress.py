@@ -2,7 +2,7 @@
 
 import io
 
-from podracer.agents.runs import Progress
+from podracer.runs import Progress
 
 
 def test_progress_prints_status_steps_sps_return_and_eta_when_piped():
@@ -24,7 +24,7 @@ def test_progress_prints_status_steps_sps_return_and_eta_when_piped():
 
 def test_the_eta_comes_from_the_rate_after_the_first_update(monkeypatch):
     clock = iter([0.0, 10.0, 20.0])  # start; first update (compile); second update
-    monkeypatch.setattr("podracer.agents.runs.progress.time.perf_counter", lambda: next(clock))
+    monkeypatch.setattr("podracer.runs.progress.time.perf_counter", lambda: next(clock))
     stream = io.StringIO()
     progress = Progress(400, start_steps=100, stream=stream)
     progress.update(200, 10.0)
@@ -34,7 +34,7 @@ def test_the_eta_comes_from_the_rate_after_the_first_update(monkeypatch):
 
 def test_the_eta_is_zero_once_the_last_chunk_passes_the_total(monkeypatch):
     clock = iter([0.0, 10.0, 20.0])
-    monkeypatch.setattr("podracer.agents.runs.progress.time.perf_counter", lambda: next(clock))
+    monkeypatch.setattr("podracer.runs.progress.time.perf_counter", lambda: next(clock))
     stream = io.StringIO()
     progress = Progress(1000, stream=stream)
     progress.update(512, 10.0)

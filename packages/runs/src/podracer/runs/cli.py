@@ -26,10 +26,10 @@ from typing import Any
 import tyro
 
 from podracer.agents.registry import AGENTS
-from podracer.agents.runs.config import RunConfig
-from podracer.agents.runs.config import config_from_json
-from podracer.agents.runs.directory import RunDir
 from podracer.agents.validation import ConfigError
+from podracer.runs.config import RunConfig
+from podracer.runs.config import config_from_json
+from podracer.runs.directory import RunDir
 
 
 def _pre_parse(argv: list[str]) -> argparse.Namespace:
@@ -121,10 +121,10 @@ def run_cli(config_cls: type, train: Callable[[Any], Any], argv: list[str] | Non
         print(f"{runtime}: error: {e}", file=sys.stderr)
         return 2
     # JAX and Orbax start here, after parsing (`--help` never waits for them).
-    from podracer.agents.runs.checkpoint import CheckpointError
-    from podracer.agents.runs.distributed import is_main_process
-    from podracer.agents.runs.distributed import shutdown_distributed
-    from podracer.agents.runs.run import final_return
+    from podracer.runs.checkpoint import CheckpointError
+    from podracer.runs.distributed import is_main_process
+    from podracer.runs.distributed import shutdown_distributed
+    from podracer.runs.run import final_return
 
     if config.progress:
         print(f"{runtime}: {source}", file=sys.stderr, flush=True)

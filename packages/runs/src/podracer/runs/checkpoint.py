@@ -33,7 +33,7 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
-from podracer.agents.runs.config import to_jsonable
+from podracer.runs.config import to_jsonable
 
 FORMAT = 2  # of the metadata; 1 (podracer 0.1) stored one "state" item
 

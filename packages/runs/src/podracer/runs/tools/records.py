@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
 
-from podracer.agents.runs.config import RunConfig
+from podracer.runs.config import RunConfig
 
 RETURN = "charts/episodic_return"
 STEPS = "env_steps"

@@ -26,11 +26,11 @@ from typing import Literal
 import tyro
 
 from podracer.agents.registry import agent_entry
-from podracer.agents.runs.distributed import DistributedConfig
 from podracer.agents.validation import ConfigError
 from podracer.agents.validation import check_finite
 from podracer.agents.validation import check_int
 from podracer.agents.validation import fail
+from podracer.runs.distributed import DistributedConfig
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -130,8 +130,8 @@ class RunConfig:
         env's task or family, or `preset`; the agent's defaults where there is none), with
         `overrides` (fields of this config) on top. Returns `(config, source)`, `source`
         a line saying which preset applied."""
-        from podracer.agents.runs.presets import apply_preset
-        from podracer.agents.runs.presets import find_preset
+        from podracer.runs.presets import apply_preset
+        from podracer.runs.presets import find_preset
 
         plain = cls()
         env, agent = env or plain.env, agent or plain.agent

@@ -27,7 +27,7 @@ def write_video(path: str | os.PathLike, frames: np.ndarray, fps: int = FPS) -> 
         import imageio.v3 as iio
     except ImportError:
         raise ConfigError(
-            "videos need the tools extra: pip install 'podracer-agents[tools]'"
+            "videos need the video extra: pip install 'podracer-runs[video]'"
         ) from None
     path = os.fspath(path)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
