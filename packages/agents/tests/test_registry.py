@@ -49,9 +49,57 @@ def test_register_agent_adds_a_factory():
         calls.append((spec, config, total_updates))
         return "built"
 
-    register_agent("probe-agent", ImpalaConfig, factory)
+    register_agent("probe_agent", ImpalaConfig, factory)
     try:
-        assert make_agent("probe-agent", SPEC, total_updates=7) == "built"
+        assert make_agent("probe_agent", SPEC, total_updates=7) == "built"
         assert calls == [(SPEC, ImpalaConfig(), 7)]
     finally:
-        del AGENTS["probe-agent"]
+        del AGENTS["probe_agent"]
+
+
+def make_probe(spec, config: ImpalaConfig, total_updates=None):
+    """A probe agent named by its import path."""
+    return ("probe", spec, config, total_updates)
+
+
+def test_an_import_path_names_an_agent_whose_config_its_annotation_gives():
+    from podracer.agents import agent_entry
+    from podracer.agents import flag_group
+
+    name = f"{__name__}:make_probe"
+    try:
+        entry = agent_entry(name)
+        assert (
+            entry.config_cls is ImpalaConfig
+            and entry.description == "A probe agent named by its import path."
+        )
+        assert make_agent(name, SPEC)[0] == "probe"
+        assert flag_group(name) == "probe" and flag_group("ppo") == "ppo"
+    finally:
+        AGENTS.pop(name, None)
+
+
+def test_an_agent_factory_without_a_config_annotation_is_refused_in_one_line():
+    from podracer.agents import as_agent_entry
+    from podracer.agents.validation import ConfigError
+
+    with pytest.raises(ConfigError, match="must be annotated with its config dataclass"):
+        as_agent_entry(lambda spec, config: None, "bare")
+    with pytest.raises(ConfigError, match="cannot import 'no_such_module'"):
+        make_agent("no_such_module:make", SPEC)
+
+
+def test_a_registered_factory_records_the_import_paths_that_rebuild_it():
+    from podracer.agents.registry import agent_import_paths
+
+    register_agent("probe_paths", ImpalaConfig, make_probe, "probe")
+    try:
+        assert agent_import_paths("probe_paths") == {
+            "config_cls": "podracer.agents.configs:ImpalaConfig",
+            "factory": f"{__name__}:make_probe",
+            "description": "probe",
+            "action_spaces": ["discrete"],
+        }
+        assert agent_import_paths("ppo") is None  # built in: every process has it
+    finally:
+        del AGENTS["probe_paths"]

@@ -165,6 +165,8 @@ def test_a_registered_agent_trains_from_the_command_line(tmp_path):
          "QLambdaConfig.torso='nature_cnn' needs image observations"),
         (["--num-envs", "1000000000"], "AnakinConfig.num_envs=1000000000 needs at least"),
         (["--env", "gymnax:Pendulum-v1"], "agent 'qlambda' acts in discrete action spaces"),
+        (["--env-kwargs", '{"nope": 1}'], "AnakinConfig.env_kwargs={'nope': 1}: Catch.__init__()"),
+        (["--env", "no_such_pkg.envs:Corridor"], "cannot import 'no_such_pkg.envs'"),
     ],
 )  # fmt: skip
 def test_bad_input_is_one_line_before_compiling(tmp_path, capsys, args, message):

@@ -21,6 +21,8 @@ _NAMES = {
         "agent_entry",
         "make_agent",
         "register_agent",
+        "as_agent_entry",
+        "flag_group",
     ],
     "configs": [
         "ImpalaConfig",

@@ -2,15 +2,28 @@
 
 Importing the registry does not import JAX: factories are named by import path and
 loaded when an agent is built, so a CLI can list agents and their configs' flags fast.
-A registered agent (`register_agent`) reaches `anakin` and `sebulba` with its flags
-(`--agent NAME --NAME.field ...`) and no edit to either runtime.
+Your own agent is named one of three ways, and reaches `anakin` and `sebulba` with its
+flags (`--agent NAME --NAME.field ...`) and no edit to either runtime:
+
+* a call: `register_agent("tiny", TinyConfig, make_tiny)`;
+* an import path: `agent_entry("my_pkg.agents:make_tiny")` (the command lines'
+  `--agent my_pkg.agents:make_tiny`, flags `--tiny.*`), which any process can rebuild;
+* an entry point of an installed package, group `podracer.agents`:
+  `tiny = "my_pkg.agents:make_tiny"`.
+
+An import path or entry point names an `AgentEntry`, or a factory
+`make_tiny(spec, config: TinyConfig, total_updates=None) -> Agent` whose `config`
+annotation is its config class (its docstring's first line describes it).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import importlib
+import importlib.metadata
+import typing
 from collections.abc import Callable
 from typing import Any
 from typing import NamedTuple
@@ -60,6 +73,9 @@ AGENTS: dict[str, AgentEntry] = {
 }  # fmt: skip
 
 
+_BUILT_IN = frozenset(AGENTS)
+
+
 def register_agent(
     name: str,
     config_cls: type,
@@ -72,20 +88,127 @@ def register_agent(
     `config_cls` must be a dataclass whose defaults build a valid agent; its fields
     become the `--NAME.*` flags of both command lines.
     """
-    if not name or not name.replace("_", "").replace("-", "").isalnum():
-        raise ConfigError(f"agent names are letters, digits, '-' and '_', got {name!r}")
+    if not name or not name.replace("_", "").isalnum() or not name[0].isalpha():
+        raise ConfigError(f"agent names are letters, digits and '_' (a flag prefix), "
+                          f"starting with a letter, got {name!r}")  # fmt: skip
     if not dataclasses.is_dataclass(config_cls):
         raise ConfigError(f"register_agent({name!r}): config_cls must be a dataclass")
     AGENTS[name] = AgentEntry(config_cls, factory, description, tuple(action_spaces))
 
 
+ENTRY_POINT_GROUP = "podracer.agents"
+_BROKEN: dict[str, str] = {}  # entry-point agents that failed to load: name -> why
+
+
 def agent_entry(name: str) -> AgentEntry:
-    """The registered agent `name`; an unknown name fails naming the close ones."""
+    """The agent `name`: registered by call, an installed package's entry point, or an
+    import path "module:attr" (imported and registered under that name); an unknown name
+    fails naming the close ones."""
+    if name not in AGENTS:
+        load_entry_points()
+    if name not in AGENTS and name in _BROKEN:
+        raise ConfigError(f"agent {name!r} cannot load ({_BROKEN[name]})")
+    if name not in AGENTS and _is_import_path(name):
+        AGENTS[name] = as_agent_entry(_import(name), name)
     if name not in AGENTS:
         close = difflib.get_close_matches(name, AGENTS, n=3)
         hint = f" Did you mean {close[0]!r}?" if close else ""
         raise ConfigError(f"unknown agent {name!r}; available: {sorted(AGENTS)}.{hint}")
     return AGENTS[name]
+
+
+@functools.cache
+def load_entry_points() -> None:
+    """Adds the agents of installed packages' `podracer.agents` entry points (once per
+    process; a name registered by call keeps its own)."""
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name not in AGENTS:
+            try:
+                AGENTS[ep.name] = as_agent_entry(ep.load(), ep.name)
+            except Exception as e:  # noqa: BLE001 - reported when the agent is asked for
+                # One broken package must not stop runs of every other agent.
+                _BROKEN[ep.name] = f"entry point {ep.value!r}: {type(e).__name__}: {e}"
+
+
+def as_agent_entry(obj: Any, name: str) -> AgentEntry:
+    """An `AgentEntry`, or a factory whose `config` parameter is annotated with its
+    config dataclass, as an `AgentEntry`."""
+    if isinstance(obj, AgentEntry):
+        return obj
+    if not callable(obj):
+        raise ConfigError(f"agent {name!r}: expected an AgentEntry or a factory, got "
+                          f"{type(obj).__name__}")  # fmt: skip
+    try:
+        config_cls = typing.get_type_hints(obj).get("config")
+    except Exception:  # noqa: BLE001 - unresolvable annotations: reported as missing
+        config_cls = None
+    if not (isinstance(config_cls, type) and dataclasses.is_dataclass(config_cls)):
+        raise ConfigError(
+            f"agent {name!r}: its factory's `config` parameter must be annotated with its "
+            f"config dataclass (def make(spec, config: MyConfig, total_updates=None)), or "
+            f"name an AgentEntry(config_cls, factory)"
+        )
+    doc = (obj.__doc__ or "").strip().splitlines()
+    return AgentEntry(config_cls, obj, doc[0] if doc else "", ("discrete", "continuous"))
+
+
+def _is_import_path(name: str) -> bool:
+    module, sep, attr = name.partition(":")
+    return bool(sep) and all(p.isidentifier() for p in [*module.split("."), *attr.split(".")])
+
+
+def _import(path: str) -> Any:
+    module_name, _, attr = path.partition(":")
+    try:
+        obj = importlib.import_module(module_name)
+    except ImportError as e:
+        raise ConfigError(f"agent {path!r}: cannot import {module_name!r} ({e})") from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ConfigError(f"agent {path!r}: module {module_name!r} has no {attr!r}")
+        obj = getattr(obj, part)
+    return obj
+
+
+def flag_group(name: str) -> str:
+    """The command lines' flag prefix of agent `name` (`--NAME.field`): the name itself,
+    or for an import path its attribute, less a `make_` prefix (`my.mod:make_tiny` ->
+    `tiny`)."""
+    if ":" not in name:
+        return name
+    attr = name.rpartition(":")[2].rpartition(".")[2]
+    return (attr[len("make_") :] if attr.startswith("make_") else attr).lower()
+
+
+def agent_import_paths(name: str) -> dict[str, Any] | None:
+    """What rebuilds an agent registered by call in another process: its config class's
+    and factory's import paths (None for built-in, entry-point and import-path agents,
+    which any process finds by name, and where either path is not importable)."""
+    if name in _BUILT_IN or _is_import_path(name) or name not in AGENTS:
+        return None
+    entry = AGENTS[name]
+    factory = entry.factory if isinstance(entry.factory, str) else _path_of(entry.factory)
+    config_cls = _path_of(entry.config_cls)
+    if factory is None or config_cls is None:
+        return None
+    return {"config_cls": config_cls, "factory": factory, "description": entry.description,
+            "action_spaces": list(entry.action_spaces)}  # fmt: skip
+
+
+def register_from_paths(name: str, paths: dict[str, Any]) -> None:
+    """Registers agent `name` from `agent_import_paths`'s record, unless it is registered."""
+    if name in AGENTS:
+        return
+    spaces = tuple(paths.get("action_spaces", ("discrete",)))
+    config_cls = _import(paths["config_cls"])
+    register_agent(name, config_cls, paths["factory"], paths.get("description", ""), spaces)
+
+
+def _path_of(obj: Any) -> str | None:
+    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    if not module or not qualname or module == "__main__" or "<" in qualname:
+        return None
+    return f"{module}:{qualname}"
 
 
 def agent_config(name: str, **overrides: Any) -> Any:

@@ -46,9 +46,11 @@ def make_env(config: AnakinConfig):
     from podracer.envs import make
 
     try:
-        return make(config.env)
+        return make(config.env, **config.env_kwargs)
     except (ValueError, ImportError) as e:
         raise ConfigError(f"AnakinConfig.env: {e}") from None
+    except TypeError as e:  # a keyword the env's constructor does not take
+        raise ConfigError(f"AnakinConfig.env_kwargs={config.env_kwargs}: {e}") from None
 
 
 def build(config: AnakinConfig, env) -> tuple[Any, Program]:

@@ -3,7 +3,9 @@
 Pure-JAX environments (`JaxEnv`, for Anakin): `make("catch")`, `make("gymnax:CartPole-v1")`,
 `make("brax:ant")`. Host environments (`HostEnv`, for Sebulba):
 `make_host("envpool:Pong-v5", num_envs=64)`, `make_host("envpool:HalfCheetah-v4", 8)`, or
-any JaxEnv through `as_host_env` / `make_host("catch", num_envs=8)`. Action spaces are
+any JaxEnv through `as_host_env` / `make_host("catch", num_envs=8)`. Your own envs:
+`register("corridor", factory)`, `make("my_pkg.envs:Corridor")`, or entry points of the
+group `podracer.envs` (`podracer.envs.registry`). Action spaces are
 discrete or continuous boxes (`EnvSpec`); `render` draws frames for videos.
 
 Names load lazily (scientific-python SPEC 1): `import podracer.envs` imports no JAX; a
@@ -55,6 +57,7 @@ _NAMES = {
         "GymnaxEnv",
         "GymnaxState",
         "make_gymnax",
+        "wrap_gymnax",
     ],
     "host": [
         "JaxHostEnv",
@@ -65,10 +68,15 @@ _NAMES = {
         "clip_action",
     ],
     "registry": [
+        "EnvEntry",
+        "env_import_path",
+        "is_import_path",
         "is_jax_env",
         "list_envs",
         "make",
         "make_host",
+        "register",
+        "registered_envs",
     ],
     "rendering": [
         "render",

@@ -100,21 +100,29 @@ def make_gymnax(
             f"unknown gymnax environment {name!r}; available: {sorted(gymnax.registered_envs)}"
         )
     env, params = gymnax.make(name, **(env_kwargs or {}))
+    return wrap_gymnax(env, f"gymnax:{name}", params, **param_overrides)
+
+
+def wrap_gymnax(env: Any, name: str, params: Any = None, **param_overrides: Any) -> GymnaxEnv:
+    """A gymnax `Environment` (an instance, or a class built with no arguments) as a
+    `JaxEnv` named `name`: `params` default to its `default_params`, with
+    `param_overrides` (fields of its `EnvParams`, e.g. `max_steps_in_episode=50`)."""
+    if isinstance(env, type):
+        env = env()
+    params = env.default_params if params is None else params
     if param_overrides:
         fields = {f.name for f in dataclasses.fields(params)}
         unknown = sorted(set(param_overrides) - fields)
         if unknown:
-            raise ValueError(
-                f"gymnax:{name} has no params {unknown}; its params are {sorted(fields)}"
-            )
+            raise ValueError(f"{name} has no params {unknown}; its params are {sorted(fields)}")
         params = params.replace(**param_overrides)
 
     max_steps = getattr(params, "max_steps_in_episode", None)
     spec = EnvSpec(
-        name=f"gymnax:{name}",
+        name=name,
         observation_shape=tuple(env.observation_space(params).shape),
         observation_dtype="float32",
         max_episode_steps=None if max_steps is None else int(max_steps),
-        **action_space_fields(f"gymnax:{name}", env.action_space(params)),
+        **action_space_fields(name, env.action_space(params)),
     )
     return GymnaxEnv(spec, env, params)

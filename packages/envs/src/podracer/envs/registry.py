@@ -1,19 +1,38 @@
 """Environments by name: `make("catch")`, `make("gymnax:CartPole-v1")`, `make("brax:ant")`,
 `make_host("envpool:Pong-v5", num_envs=64)`, `make_host("catch", num_envs=8)`.
 
-Names are `<source>:<task>` (or "catch"). `make` builds a pure-JAX `JaxEnv` (Anakin),
-`make_host` a batched `HostEnv` (Sebulba): envpool's C++ pools, or any `make` name run
-by `as_host_env`. Every refusal is one line and comes before anything is built or
-compiled: a host env asked of `make`, a missing extra, an unknown name (with close
+Built-in names are `<source>:<task>` (or "catch"). `make` builds a pure-JAX `JaxEnv`
+(Anakin), `make_host` a batched `HostEnv` (Sebulba): envpool's C++ pools, or any `make`
+name run by `as_host_env`.
+
+Your own environments are found the same way, named one of three ways:
+
+* a call: `register("corridor", Corridor)` (a factory, a class, or a gymnax
+  `Environment` class or instance, adapted);
+* an import path: `make("my_pkg.envs:Corridor", size=8)`, which is also a name any
+  process can rebuild (the command lines' `--env my_pkg.envs:Corridor`);
+* an entry point of an installed package, group `podracer.envs`:
+  `corridor = "my_pkg.envs:Corridor"`.
+
+A factory is called with the env's keyword arguments. It makes a `JaxEnv`, or a
+`HostEnv` when it takes a `num_envs` argument (it gets `num_envs`, `seed` and, if it
+takes one, `batch_size`). Every refusal is one line and comes before anything is built
+or compiled: a host env asked of `make`, a missing extra, an unknown name (with close
 matches from the names that call accepts), an unsupported space.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
+import importlib
+import importlib.metadata
 import importlib.util
+import inspect
+from collections.abc import Callable
 from typing import Any
+from typing import Literal
 
 from podracer.envs.checks import check_sizes
 from podracer.envs.types import HostEnv
@@ -130,9 +149,204 @@ def _envpool_names() -> tuple[str, ...]:
     return tuple(names)
 
 
+ENTRY_POINT_GROUP = "podracer.envs"
+_SOURCES = (_GYMNAX, _ENVPOOL, _BRAX)
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvEntry:
+    """One of the user's environments: how to build it, and where it came from."""
+
+    name: str
+    factory: Callable[..., Any] | str  # or "module:attr", imported on first use
+    kind: Literal["jax", "host"] | None = None  # None: decided from the factory
+    origin: str = "register"  # "register", "entry point" or "import path"
+
+    def load(self) -> Callable[..., Any]:
+        return _import(self.factory, self.name) if isinstance(self.factory, str) else self.factory
+
+    @property
+    def import_path(self) -> str | None:
+        """`module:attr` that rebuilds the factory in another process, if there is one."""
+        return self.factory if isinstance(self.factory, str) else import_path_of(self.factory)
+
+
+_REGISTERED: dict[str, EnvEntry] = {}
+
+
+def import_path_of(obj: Any) -> str | None:
+    """`module:qualname` of a module-level function or class (importable elsewhere);
+    None for lambdas, closures, instances and what `__main__` defines."""
+    module = getattr(obj, "__module__", None)
+    qualname = getattr(obj, "__qualname__", None)
+    if not module or not qualname or module == "__main__" or "<" in qualname:
+        return None
+    return f"{module}:{qualname}"
+
+
+def is_import_path(name: str) -> bool:
+    """Whether `name` is `module:attr` rather than a built-in `<source>:<task>` name."""
+    module, sep, attr = name.partition(":")
+    return (
+        bool(sep and module and attr)
+        and not name.startswith(_SOURCES)
+        and (
+            all(part.isidentifier() for part in module.split("."))
+            and all(part.isidentifier() for part in attr.split("."))
+        )
+    )
+
+
+def _import(path: str, name: str) -> Any:
+    module_name, _, attr = path.partition(":")
+    try:
+        obj = importlib.import_module(module_name)
+    except ImportError as e:
+        raise ImportError(f"environment {name!r}: cannot import {module_name!r} ({e})") from None
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ValueError(f"environment {name!r}: module {module_name!r} has no "
+                             f"{attr!r}") from None  # fmt: skip
+    return obj
+
+
+def register(
+    name: str,
+    factory: Callable[..., Any] | str | Any,
+    *,
+    kind: Literal["jax", "host"] | None = None,
+) -> None:
+    """Makes `name` an environment `make` / `make_host` (and both command lines) accept.
+
+    `factory(**env_kwargs)` returns a `JaxEnv`; a factory taking `num_envs` returns a
+    `HostEnv` (or say which with `kind`). A gymnax `Environment` class or instance is
+    adapted (`env_kwargs` then are its `EnvParams` fields). `factory` may be a
+    "module:attr" string, imported on first use. A run records the factory's import path
+    in its config.json, so eval, resume and `--init-from` find it in other processes.
+    """
+    if not isinstance(name, str) or not name or ":" in name or name in _OWN_JAX_ENVS:
+        raise ValueError(f"register: env names are non-empty, without ':' and not a built-in "
+                         f"name, got {name!r}")  # fmt: skip
+    if kind not in (None, "jax", "host"):
+        raise ValueError(f"register({name!r}): kind must be 'jax', 'host' or None, got {kind!r}")
+    if not (callable(factory) or isinstance(factory, str) or _is_gymnax_env(factory)):
+        got = type(factory).__name__
+        raise ValueError(f"register({name!r}): factory must be callable, a 'module:attr' "
+                         f"string or a gymnax Environment, got {got}")  # fmt: skip
+    _REGISTERED[name] = EnvEntry(name, factory, kind)
+
+
+def registered_envs() -> dict[str, EnvEntry]:
+    """The user's environments: registered by call, then those of installed packages'
+    `podracer.envs` entry points (a call wins over an entry point of the same name)."""
+    return {**_entry_points(), **_REGISTERED}
+
+
+@functools.cache
+def _entry_points() -> dict[str, EnvEntry]:
+    found = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
+    return {ep.name: EnvEntry(ep.name, ep.value, origin="entry point") for ep in found}
+
+
+def _user_entry(name: str) -> EnvEntry | None:
+    entry = registered_envs().get(name)
+    if entry is None and is_import_path(name):
+        entry = EnvEntry(name, name, origin="import path")
+    return entry
+
+
+def env_import_path(name: str) -> str | None:
+    """What rebuilds env `name` in a process that did not register it: the import path of
+    a factory registered by call; None for built-in names, entry points and import paths
+    (which every process finds by name) and for factories no other process can import."""
+    entry = _REGISTERED.get(name)
+    return None if entry is None else entry.import_path
+
+
+def _is_gymnax_env(obj: Any) -> bool:
+    """A gymnax `Environment` subclass or instance (gymnax need not be installed)."""
+    if not _installed("gymnax"):
+        return False
+    from gymnax.environments.environment import Environment
+
+    return isinstance(obj, Environment) or (isinstance(obj, type) and issubclass(obj, Environment))
+
+
+def _entry_kind(entry: EnvEntry, factory: Any) -> str:
+    if entry.kind is not None:
+        return entry.kind
+    if _is_gymnax_env(factory):
+        return "jax"
+    try:
+        parameters = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return "jax"
+    return "host" if "num_envs" in parameters else "jax"
+
+
+def _build_user_jax(entry: EnvEntry, kwargs: dict[str, Any]) -> JaxEnv:
+    factory = entry.load()
+    if _entry_kind(entry, factory) == "host":
+        raise ValueError(
+            f"environment {entry.name!r} is a host environment (its factory takes num_envs), "
+            f"not a JaxEnv: run it with Sebulba or podracer.envs.make_host"
+        )
+    if _is_gymnax_env(factory):
+        from podracer.envs.gymnax_env import wrap_gymnax
+
+        return wrap_gymnax(factory, entry.name, **kwargs)
+    try:
+        env = factory(**kwargs)
+    except TypeError as e:
+        raise ValueError(f"environment {entry.name!r}: {e}") from None
+    if _is_gymnax_env(env):
+        from podracer.envs.gymnax_env import wrap_gymnax
+
+        return wrap_gymnax(env, entry.name)
+    missing = [a for a in ("spec", "reset", "step") if not hasattr(env, a)]
+    if missing or isinstance(env, HostEnv):
+        raise ValueError(f"environment {entry.name!r}: its factory returned a "
+                         f"{type(env).__name__}, not a JaxEnv (spec, reset(key), "
+                         f"step(state, action, key))")  # fmt: skip
+    return env
+
+
+def _build_user_host(
+    entry: EnvEntry, num_envs: int, batch_size: int, seed: int, kwargs: dict[str, Any]
+) -> HostEnv:
+    factory = entry.load()
+    if _entry_kind(entry, factory) == "jax":
+        from podracer.envs.host import as_host_env
+
+        return as_host_env(_build_user_jax(entry, kwargs), num_envs, seed=seed,
+                           batch_size=batch_size)  # fmt: skip
+    sizes: dict[str, Any] = {"num_envs": num_envs, "seed": seed}
+    try:
+        if "batch_size" in inspect.signature(factory).parameters:
+            sizes["batch_size"] = batch_size
+    except (TypeError, ValueError):
+        pass
+    if batch_size != num_envs and "batch_size" not in sizes:
+        raise ValueError(f"environment {entry.name!r}: its factory takes no batch_size, so it "
+                         f"cannot step {batch_size} of its {num_envs} envs at a time")  # fmt: skip
+    try:
+        env = factory(**sizes, **kwargs)
+    except TypeError as e:
+        raise ValueError(f"environment {entry.name!r}: {e}") from None
+    if not isinstance(env, HostEnv):
+        raise ValueError(f"environment {entry.name!r}: its factory returned a "
+                         f"{type(env).__name__}, not a HostEnv")  # fmt: skip
+    return env
+
+
 def is_jax_env(name: str) -> bool:
     """Whether `name` names a JaxEnv (`make`; also runs on the host through `make_host`),
-    as opposed to a host-only env (envpool's)."""
+    as opposed to a host-only env (envpool's, a host factory's)."""
+    entry = _user_entry(name)
+    if entry is not None:
+        return _entry_kind(entry, entry.load()) == "jax"
     return name == "catch" or name.startswith((_GYMNAX, _BRAX))
 
 
@@ -145,7 +359,9 @@ def list_envs(kind: str = "all") -> list[str]:
     if kind not in ("all", "jax", "host"):
         raise ValueError(f"kind must be 'all', 'jax' or 'host', got {kind!r}")
     names = [*_OWN_JAX_ENVS, *_gymnax_names(), *_brax_names()]
-    return names if kind == "jax" else [*names, *_envpool_names()]
+    # The user's envs by name (their factories are not imported to tell jax from host).
+    own = sorted(registered_envs())
+    return [*names, *own] if kind == "jax" else [*names, *_envpool_names(), *own]
 
 
 def _close_matches(name: str, names: list[str]) -> list[str]:
@@ -176,7 +392,8 @@ def _host_only(name: str) -> ValueError:
 
 
 def make(name: str, **kwargs: Any) -> JaxEnv:
-    """A pure-JAX environment by name: "catch", "gymnax:<id>" or "brax:<name>".
+    """A pure-JAX environment by name: "catch", "gymnax:<id>", "brax:<name>", a registered
+    name or "module:attr" (see the module's docstring).
 
     `kwargs` go to `Catch(...)`, to `make_gymnax` (gymnax params such as
     `max_steps_in_episode`, and `env_kwargs` for the gymnax constructor) or to
@@ -186,6 +403,9 @@ def make(name: str, **kwargs: Any) -> JaxEnv:
         from podracer.envs.catch import Catch
 
         return Catch(**kwargs)
+    entry = _user_entry(name)
+    if entry is not None:
+        return _build_user_jax(entry, kwargs)
     if name.startswith(_ENVPOOL):
         raise _host_only(name)
     if name.startswith(_GYMNAX):
@@ -206,12 +426,16 @@ def make(name: str, **kwargs: Any) -> JaxEnv:
 def make_host(
     name: str, num_envs: int, batch_size: int | None = None, seed: int = 0, **kwargs: Any
 ) -> HostEnv:
-    """A batched host environment by name: "envpool:<task>" or any `make` name.
+    """A batched host environment by name: "envpool:<task>", any `make` name, or one of
+    your own host envs (registered, an entry point, or "module:attr").
 
     `kwargs` go to `make_envpool` (e.g. `max_episode_steps`, `atari=AtariOptions(...)`,
     `episodic_life=True`) or to `make` (a JaxEnv, then run by `as_host_env`).
     """
     batch_size = check_sizes(num_envs, batch_size)
+    entry = _user_entry(name)
+    if entry is not None:
+        return _build_user_host(entry, num_envs, batch_size, seed, kwargs)
     if name.startswith(_ENVPOOL):
         _require(_ENVPOOL, name)
         from podracer.envs.envpool_env import make_envpool

@@ -26,6 +26,8 @@ from typing import Any
 import tyro
 
 from podracer.agents.registry import AGENTS
+from podracer.agents.registry import flag_group
+from podracer.agents.registry import load_entry_points
 from podracer.agents.validation import ConfigError
 from podracer.runs.config import RunConfig
 from podracer.runs.config import config_from_json
@@ -82,18 +84,28 @@ def defaults(config_cls: type, argv: list[str]) -> tuple[RunConfig, str]:
 def parse_cli(config_cls: type, argv: list[str], description: str = "") -> tuple[RunConfig, str]:
     """`(config, where its defaults came from)` for `argv`; `--help` exits here."""
     runtime = config_cls.RUNTIME
+    load_entry_points()  # installed packages' agents get their flag groups too
     base, source = defaults(config_cls, argv)
     fields: list[tuple[str, Any, Any]] = [
         ("run", Annotated[config_cls, tyro.conf.arg(name="")], dataclasses.field(default=base))
     ]
     names = {f.name for f in dataclasses.fields(config_cls)}
-    for name, entry in AGENTS.items():
-        if name in names or name in ("preset", "config"):
-            raise ConfigError(f"agent name {name!r} clashes with a {runtime} flag")
+    # One flag group per agent; where two share a prefix (an entry point's agent also
+    # named by its import path), the run's own agent keeps it.
+    groups: dict[str, str] = {}  # flag group -> agent name
+    for name in sorted(AGENTS, key=lambda n: n != base.agent):
+        group = flag_group(name)
+        if group in names or group in ("preset", "config") or not group.isidentifier():
+            raise ConfigError(f"agent {name!r}: its flags --{group}.* clash with a {runtime} "
+                              f"flag or are not a name")  # fmt: skip
+        groups.setdefault(group, name)
+    for group, name in groups.items():
+        entry = AGENTS[name]
         default = base.agent_config if name == base.agent else entry.config_cls()
-        title = f"{entry.description} (with --agent {name})" if entry.description else None
+        title = f"{entry.description} (with --agent {name})" if entry.description else (
+            f"with --agent {name}")  # fmt: skip
         fields.append(
-            (name, Annotated[entry.config_cls, tyro.conf.arg(help=title)],
+            (group, Annotated[entry.config_cls, tyro.conf.arg(help=title)],
              dataclasses.field(default=default))
         )  # fmt: skip
     fields += [
@@ -107,7 +119,8 @@ def parse_cli(config_cls: type, argv: list[str], description: str = "") -> tuple
     flags_cls = dataclasses.make_dataclass(runtime, fields, frozen=True)
     flags = tyro.cli(flags_cls, args=argv, description=description)
     config = flags.run
-    return dataclasses.replace(config, agent_config=getattr(flags, config.agent)), source
+    agent_config = getattr(flags, flag_group(config.agent))
+    return dataclasses.replace(config, agent_config=agent_config), source
 
 
 def run_cli(config_cls: type, train: Callable[[Any], Any], argv: list[str] | None = None) -> int:

@@ -24,6 +24,7 @@ from typing import ClassVar
 from typing import Literal
 
 import tyro
+from tyro.constructors import PrimitiveConstructorSpec
 
 from podracer.agents.registry import agent_entry
 from podracer.agents.validation import ConfigError
@@ -46,12 +47,39 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
+def _json_object(args: list[str]) -> dict[str, Any]:
+    try:
+        value = json.loads(args[0])
+    except json.JSONDecodeError as e:
+        raise ValueError(f"--env-kwargs must be a JSON object, got {args[0]!r} ({e})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"--env-kwargs must be a JSON object, got {args[0]!r}")
+    return value
+
+
+# A dict field given on the command line as one JSON object: --env-kwargs '{"size": 8}'.
+JsonObject = Annotated[
+    dict[str, Any],
+    PrimitiveConstructorSpec(
+        nargs=1, metavar="JSON", instance_from_str=_json_object,
+        is_instance=lambda x: isinstance(x, dict), str_from_instance=lambda x: [json.dumps(x)],
+    ),
+]  # fmt: skip
+
+
 @dataclasses.dataclass(frozen=True)
 class RunConfig:
     """A training run: what to train, for how long, and what it writes."""
 
-    env: str = "catch"  # an environment name (see podracer.envs.list_envs)
-    agent: str = "qlambda"  # a registered agent (podracer.agents.AGENTS)
+    # An environment: a built-in name (podracer.envs.list_envs), a registered one, an entry
+    # point's, or an import path module:attr (your own; see podracer.envs.registry).
+    env: str = "catch"
+    # Keyword arguments of the environment's factory, a JSON object on the command line:
+    # --env-kwargs '{"size": 8}'.
+    env_kwargs: JsonObject = dataclasses.field(default_factory=dict)
+    # An agent: a built-in or registered name, an entry point's, or an import path
+    # module:attr (podracer.agents.registry).
+    agent: str = "qlambda"
     # The agent's hyperparameters, an instance of its registered config class (None: its
     # defaults). Command lines fill it from `--<agent>.*` flags over the env's preset.
     agent_config: Annotated[Any, tyro.conf.Suppress] = None
@@ -99,6 +127,15 @@ class RunConfig:
         check_finite(self)
         if not isinstance(self.env, str) or not self.env:
             fail(self, "env", "an environment name")
+        if not isinstance(self.env_kwargs, dict) or not all(
+            isinstance(k, str) for k in self.env_kwargs
+        ):
+            fail(self, "env_kwargs", "a dict of keyword arguments (str keys)", self.env_kwargs)
+        try:
+            json.dumps(self.env_kwargs, allow_nan=False)
+        except (TypeError, ValueError):
+            fail(self, "env_kwargs", "JSON values (numbers, strings, lists, dicts; finite): "
+                 "config.json stores them", self.env_kwargs)  # fmt: skip
         entry = agent_entry(self.agent)  # an unknown name fails naming the close ones
         if self.agent_config is None:
             object.__setattr__(self, "agent_config", entry.config_cls())
@@ -170,8 +207,52 @@ class RunConfig:
                  rollout_length)  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
-        """The config as written to `config.json` (field order kept)."""
-        return to_jsonable(self)
+        """The config as written to `config.json` (field order kept), with a `sources`
+        entry where the env or agent was registered by a call: the import paths that
+        register it again in any other process (eval, resume, `--init-from`)."""
+        data = to_jsonable(self)
+        sources = registered_sources(self.env, self.agent)
+        return {**data, "sources": sources} if sources else data
+
+
+def registered_sources(env: str, agent: str) -> dict[str, Any]:
+    """Import paths of an env and an agent registered by call in this process (see
+    `RunConfig.to_json`); empty for names every process finds by itself."""
+    from podracer.agents.registry import agent_import_paths
+    from podracer.envs.registry import env_import_path
+
+    sources: dict[str, Any] = {}
+    env_path = env_import_path(env)
+    if env_path is not None:
+        sources["env"] = {"name": env, "factory": env_path}
+    agent_paths = agent_import_paths(agent)
+    if agent_paths is not None:
+        sources["agent"] = {"name": agent, **agent_paths}
+    return sources
+
+
+def register_sources(data: dict[str, Any], owner: str = "config") -> None:
+    """Registers what a stored config's `sources` name (an env or an agent registered by
+    call where the run was trained), unless this process has them already."""
+    from podracer.agents.registry import register_from_paths
+    from podracer.envs.registry import register
+    from podracer.envs.registry import registered_envs
+
+    sources = data.get("sources") or {}
+    if not isinstance(sources, dict):
+        raise ConfigError(f"{owner}.sources must be a JSON object")
+    env = sources.get("env")
+    if isinstance(env, dict) and env.get("name") not in registered_envs():
+        try:
+            register(env["name"], env["factory"])
+        except (KeyError, ValueError) as e:
+            raise ConfigError(f"{owner}.sources.env: {e}") from None
+    agent = sources.get("agent")
+    if isinstance(agent, dict):
+        try:
+            register_from_paths(agent["name"], agent)
+        except KeyError as e:
+            raise ConfigError(f"{owner}.sources.agent: missing {e}") from None
 
 
 def changed_fields(stored: dict[str, Any], config: RunConfig) -> dict[str, tuple[Any, Any]]:
@@ -184,7 +265,7 @@ def changed_fields(stored: dict[str, Any], config: RunConfig) -> dict[str, tuple
     new = config.to_json()
     out = {}
     for name in sorted(set(stored) | set(new)):
-        if name not in stored:
+        if name not in stored or name == "sources":  # where code lives, not what is learned
             continue
         old_value, new_value = stored.get(name), new.get(name)
         if name == "agent_config" and isinstance(old_value, dict) and isinstance(new_value, dict):
@@ -209,6 +290,9 @@ def config_from_json(cls: type, data: dict[str, Any], owner: str = "config") -> 
     """
     if not isinstance(data, dict):
         raise ConfigError(f"{owner} must be a JSON object, got {type(data).__name__}")
+    if issubclass(cls, RunConfig):
+        register_sources(data, owner)
+        data = {k: v for k, v in data.items() if k != "sources"}
     hints = typing.get_type_hints(cls)
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - names)

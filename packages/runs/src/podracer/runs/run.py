@@ -396,7 +396,8 @@ class Run:
         if self.num_seeds > 1:
             local = jax.tree.map(lambda x: x[0], local)
         if self._recorder is None:
-            self._recorder = Recorder(agent, self.config.env, self.config.video_episodes)
+            self._recorder = Recorder(agent, self.config.env, self.config.video_episodes,
+                                      env_kwargs=self.config.env_kwargs)  # fmt: skip
         path = os.path.join(self.dir.videos, f"{self.env_steps}.mp4")
         return self._recorder.record(path, local, seed=self.config.seed)
 

@@ -115,7 +115,9 @@ def _describe(spec: Any) -> str:
 def _agent(meta: dict[str, Any], spec: Any):
     from podracer.agents.registry import agent_entry
     from podracer.agents.registry import make_agent
+    from podracer.runs.config import register_sources
 
+    register_sources(meta["config"], "the checkpoint's config")  # an agent registered by call
     entry = agent_entry(meta["agent"])
     agent_config = config_from_json(
         entry.config_cls, meta["config"]["agent_config"], "agent_config"

@@ -59,10 +59,11 @@ def episode_frames(spec: Any, observations: np.ndarray, done: np.ndarray) -> np.
 
 
 class Recorder:
-    """Records `episodes` episodes of `agent` on `env_name` (a JaxEnv or HostEnv name)."""
+    """Records `episodes` episodes of `agent` on `env_name` (a JaxEnv or HostEnv name, built
+    with `env_kwargs`)."""
 
     def __init__(self, agent: Any, env_name: str, episodes: int = 1, max_steps: int = RECORD_STEPS,
-                 greedy: bool = True):  # fmt: skip
+                 greedy: bool = True, env_kwargs: dict[str, Any] | None = None):  # fmt: skip
         from podracer.envs import is_jax_env
         from podracer.envs import make_host
 
@@ -74,12 +75,12 @@ class Recorder:
             from podracer.agents.evaluation import jax_observations
             from podracer.envs import make
 
-            env = make(env_name)
+            env = make(env_name, **(env_kwargs or {}))
             steps = min(env.spec.max_episode_steps or max_steps, max_steps)
             self._record = jax.jit(jax_observations(agent, env, steps, greedy))
             self._env = None
         else:
-            self._env = make_host(env_name, num_envs=episodes, seed=0)
+            self._env = make_host(env_name, num_envs=episodes, seed=0, **(env_kwargs or {}))
             self._max_steps = max_steps
 
     def frames(self, params: Any, seed: int = 0) -> np.ndarray:

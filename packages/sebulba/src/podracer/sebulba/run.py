@@ -53,14 +53,16 @@ from podracer.sebulba.timing import PhaseTimer
 EnvFn = Callable[[int, int], HostEnv]
 
 
-def _default_env_fn(name: str) -> EnvFn:
+def _default_env_fn(name: str, env_kwargs: dict | None = None) -> EnvFn:
     def make(num_envs: int, seed: int) -> HostEnv:
         from podracer.envs import make_host
 
         try:
-            return make_host(name, num_envs=num_envs, seed=seed)
+            return make_host(name, num_envs=num_envs, seed=seed, **(env_kwargs or {}))
         except (ValueError, ImportError) as e:
             raise ConfigError(f"SebulbaConfig.env: {e}") from None
+        except TypeError as e:  # a keyword the env's constructor does not take
+            raise ConfigError(f"SebulbaConfig.env_kwargs={env_kwargs}: {e}") from None
 
     return make
 
@@ -133,7 +135,12 @@ def train(config: SebulbaConfig, env_fn: EnvFn | None = None) -> RunResult:
         actor_ids, learner_ids = config.device_ids(len(devices), separate)
         num_threads = config.num_actor_threads(len(actor_ids))
         first_thread = run.process_index * num_threads
-        lanes = make_envs(config, env_fn or _default_env_fn(config.env), first_thread, num_threads)
+        lanes = make_envs(
+            config,
+            env_fn or _default_env_fn(config.env, config.env_kwargs),
+            first_thread,
+            num_threads,
+        )
         stuck = cleanup.enter_context(_closing([env for group in lanes for env in group]))
         spec = lanes[0][0].spec
         steps_per_update = config.steps_per_update(run.num_processes)
@@ -141,7 +148,7 @@ def train(config: SebulbaConfig, env_fn: EnvFn | None = None) -> RunResult:
         agent = make_agent(config.agent, spec, config.agent_config, total_updates=total_updates)
         evaluate = None
         if config.eval_interval and run.is_writer:  # process 0 evaluates
-            eval_env = (env_fn or _default_env_fn(config.env))(
+            eval_env = (env_fn or _default_env_fn(config.env, config.env_kwargs))(
                 config.eval_episodes, config.seed + 1_000_003
             )
             cleanup.callback(eval_env.close)

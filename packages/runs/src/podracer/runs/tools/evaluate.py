@@ -46,14 +46,20 @@ def evaluate(
     from podracer.envs import is_jax_env
     from podracer.envs import make
     from podracer.envs import make_host
+    from podracer.runs.config import register_sources
     from podracer.runs.source import load
     from podracer.runs.source import parse_source
 
     where = parse_source(source, runs_root, owner="podracer eval")
-    env_name = env or where.run.read_config()["env"]
+    stored = where.run.read_config()
+    register_sources(stored, owner=where.run.config_file)  # the run's own env and agent
+    # The run's env with its keyword arguments, or another env (`--env`, with its own).
+    env_name = env or stored["env"]
+    env_kwargs = (stored.get("env_kwargs") or {}) if env is None or env == stored["env"] else {}
     try:
-        jax_env = make(env_name) if is_jax_env(env_name) else None
-        host_env = None if jax_env else make_host(env_name, num_envs=episodes, seed=seed)
+        jax_env = make(env_name, **env_kwargs) if is_jax_env(env_name) else None
+        host_env = None if jax_env else make_host(env_name, num_envs=episodes, seed=seed,
+                                                  **env_kwargs)  # fmt: skip
     except (ValueError, ImportError) as e:
         raise ConfigError(f"podracer eval --env: {e}") from None
     spec = (jax_env or host_env).spec
@@ -79,6 +85,7 @@ def evaluate(
         "step": loaded.step,
         "env_steps": loaded.metadata["env_steps"],
         "env": env_name,
+        **({"env_kwargs": env_kwargs} if env_kwargs else {}),
         "episodes": int(returns.size),
         "policy": "greedy" if greedy else "sampled",
         "seed": seed,
@@ -92,7 +99,8 @@ def evaluate(
     if video:
         from podracer.runs.video import Recorder
 
-        recorder = Recorder(loaded.agent, env_name, episodes=video, greedy=greedy)
+        recorder = Recorder(loaded.agent, env_name, episodes=video, greedy=greedy,
+                            env_kwargs=env_kwargs)  # fmt: skip
         name = f"eval_{loaded.step}_{env_name.replace(':', '-').replace('/', '-')}.mp4"
         record["video"] = recorder.record(os.path.join(where.run.videos, name), params, seed)
         recorder.close()
