@@ -34,6 +34,7 @@ from podracer.agents.configs import PPOConfig
 from podracer.agents.configs import PQNConfig
 from podracer.agents.configs import QLambdaConfig
 from podracer.agents.validation import ConfigError
+from podracer.envs.registry import import_path_of
 
 
 class AgentEntry(NamedTuple):
@@ -187,8 +188,8 @@ def agent_import_paths(name: str) -> dict[str, Any] | None:
     if name in _BUILT_IN or _is_import_path(name) or name not in AGENTS:
         return None
     entry = AGENTS[name]
-    factory = entry.factory if isinstance(entry.factory, str) else _path_of(entry.factory)
-    config_cls = _path_of(entry.config_cls)
+    factory = entry.factory if isinstance(entry.factory, str) else import_path_of(entry.factory)
+    config_cls = import_path_of(entry.config_cls)
     if factory is None or config_cls is None:
         return None
     return {"config_cls": config_cls, "factory": factory, "description": entry.description,
@@ -202,13 +203,6 @@ def register_from_paths(name: str, paths: dict[str, Any]) -> None:
     spaces = tuple(paths.get("action_spaces", ("discrete",)))
     config_cls = _import(paths["config_cls"])
     register_agent(name, config_cls, paths["factory"], paths.get("description", ""), spaces)
-
-
-def _path_of(obj: Any) -> str | None:
-    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
-    if not module or not qualname or module == "__main__" or "<" in qualname:
-        return None
-    return f"{module}:{qualname}"
 
 
 def agent_config(name: str, **overrides: Any) -> Any:
