@@ -5,7 +5,7 @@
 #   bash benchmarks/device.sh            # on the accelerator machine, from the repo root
 #
 # Uses the machine's own JAX with CUDA if `import jax` finds a GPU, else installs
-# jax[cuda12] into the workspace's venv first. Each block is capped with `timeout` so one
+# the locked jax[cuda12] (the cuda12 extras) into the workspace's venv first. Each block is capped with `timeout` so one
 # slow block cannot eat the others' time.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +14,7 @@ mkdir -p benchmarks/results
 py=python
 if ! python -c "import jax, sys; sys.exit(jax.default_backend() != 'gpu')" 2>/dev/null; then
   command -v uv >/dev/null 2>&1 || pip install -q "uv>=0.8"
-  uv sync --locked --all-packages --all-extras --quiet && uv pip install -q "jax[cuda12]"
+  uv sync --locked --inexact --all-packages --all-extras --no-extra cuda13 --quiet
   py=".venv/bin/python"
 fi
 run() {  # seconds, then the command

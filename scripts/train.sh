@@ -1,9 +1,24 @@
 #!/usr/bin/env bash
 # Trains the default agent (the Podracer demo: Catch with Q(lambda) on Anakin) on a fresh
 # machine: installs uv if needed, syncs the locked workspace, runs `anakin "$@"`.
+#
+# On an NVIDIA GPU: `scripts/train.sh --gpu [anakin flags]` (or PODRACER_CUDA=cuda12 /
+# cuda13) also installs the locked jax CUDA wheels (the `cuda12` extra of podracer-anakin
+# and podracer-sebulba). Syncs are `--inexact`: no script of the project removes them again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v uv >/dev/null 2>&1 || python3 -m pip install --quiet "uv>=0.8"
 export UV_PYTHON_DOWNLOADS=never
-uv sync --locked --all-packages --quiet
+cuda="${PODRACER_CUDA:-}"
+if [ "${1:-}" = "--gpu" ]; then
+  cuda="${cuda:-cuda12}"
+  shift
+fi
+extras=()
+case "$cuda" in
+  "") ;;
+  cuda12 | cuda13) extras=(--extra "$cuda") ;;
+  *) echo "PODRACER_CUDA must be cuda12 or cuda13, got '$cuda'" >&2; exit 2 ;;
+esac
+uv sync --locked --inexact --all-packages "${extras[@]}" --quiet
 exec uv run --no-sync anakin "$@"
