@@ -87,8 +87,8 @@ def main() -> None:
     import jax
 
     from podracer.anakin import AnakinConfig
-    from podracer.anakin.train import build
-    from podracer.anakin.train import make_env
+    from podracer.anakin.run import build
+    from podracer.anakin.run import make_env
 
     sizes = {"updates_per_chunk": args.updates_per_chunk}
     if args.num_envs:

@@ -60,9 +60,9 @@ def plain_runner(s: Setting):
 def chunk_runner(s: Setting):
     import jax
 
-    from podracer.anakin.train import build
-    from podracer.anakin.train import make_env
-    from podracer.anakin.train import seed_keys
+    from podracer.anakin.run import build
+    from podracer.anakin.run import make_env
+    from podracer.anakin.run import seed_keys
 
     config = anakin_config(s)
     _, program = build(config, make_env(config))

@@ -1,7 +1,18 @@
-"""Every package's public API (`__init__`'s table): each name resolves from the module the
-table names, and importing a package imports no JAX until a name that needs it is used."""
+"""Every package's public API as Python, type checkers and IDEs see it.
 
+Each package lists its public names once, in its `__init__.pyi`, which `lazy_loader`
+reads at run time. Each name resolves from the module the stub names, no name hides a
+submodule, importing a package imports no JAX until a name that needs it is used, and
+pyright (basedpyright, from the dev group) resolves every name and the notebook entry
+point's signature.
+"""
+
+import ast
 import importlib
+import json
+import pathlib
+import pkgutil
+import shutil
 import subprocess
 import sys
 
@@ -11,15 +22,42 @@ PACKAGES = ["podracer.envs", "podracer.search", "podracer.agents", "podracer.run
             "podracer.anakin", "podracer.sebulba"]  # fmt: skip
 
 
+def stub_names(package: str) -> list[tuple[str, str]]:
+    """(submodule, name) for each `from .submodule import name as name` of the stub."""
+    root = pathlib.Path(importlib.import_module(package).__file__).parent
+    tree = ast.parse((root / "__init__.pyi").read_text())
+    found = []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom):
+            assert node.level == 1 and all(a.asname == a.name for a in node.names)
+            found += [(node.module, a.name) for a in node.names]
+    return found
+
+
 @pytest.mark.parametrize("package", PACKAGES)
 def test_every_public_name_resolves_from_its_module(package):
     module = importlib.import_module(package)
-    names = [n for module_names in module._NAMES.values() for n in module_names]
+    root = pathlib.Path(module.__file__).parent
+    assert (root / "py.typed").exists() and isinstance(module.__version__, str)
+    names = [name for _, name in stub_names(package)]
     assert sorted(module.__all__) == sorted(names) and len(set(names)) == len(names)
-    for submodule, module_names in module._NAMES.items():
-        for name in module_names:
-            defined = importlib.import_module(f"{package}.{submodule}")
-            assert getattr(module, name) is getattr(defined, name), f"{package}.{name}"
+    for submodule, name in stub_names(package):
+        defined = importlib.import_module(f"{package}.{submodule}")
+        assert getattr(module, name) is getattr(defined, name), f"{package}.{name}"
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_public_name_hides_a_submodule(package):
+    module = importlib.import_module(package)
+    submodules = {m.name for m in pkgutil.iter_modules(module.__path__)}
+    assert not submodules & set(module.__all__)
+
+
+def test_anakin_train_is_the_function_and_its_module_imports():
+    import podracer.anakin
+    import podracer.anakin.run
+
+    assert podracer.anakin.train is podracer.anakin.run.train
 
 
 def test_importing_every_package_imports_no_jax():
@@ -33,3 +71,28 @@ def test_importing_every_package_imports_no_jax():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.slow
+def test_pyright_resolves_every_public_name(tmp_path):
+    pyright = shutil.which("basedpyright", path=str(pathlib.Path(sys.executable).parent))
+    if pyright is None:
+        pytest.skip("basedpyright (the workspace's dev group) is not installed")
+    lines = [f"from {p} import {name}" for p in PACKAGES for _, name in stub_names(p)]
+    lines += [
+        "from podracer.anakin import AnakinConfig, train",
+        "from podracer.runs import RunResult",
+        "config: AnakinConfig = AnakinConfig(num_envs=8).replace({'ppo.learning_rate': 1e-3})",
+        "result: RunResult = train(config, on_row=lambda row: print(row['env_steps']))",
+        "from podracer.anakin import not_a_name  # the one error expected",
+    ]
+    source = tmp_path / "uses_the_api.py"
+    source.write_text("\n".join(lines) + "\n")
+    out = subprocess.run(
+        [pyright, "--pythonpath", sys.executable, "--outputjson", str(source)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    errors = [d for d in json.loads(out.stdout)["generalDiagnostics"] if d["severity"] == "error"]
+    lines_with_errors = {d["range"]["start"]["line"] + 1 for d in errors}
+    assert lines_with_errors == {len(lines)}, [e["message"] for e in errors]
+    assert '"not_a_name" is unknown import symbol' in errors[0]["message"]

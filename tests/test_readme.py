@@ -1,4 +1,4 @@
-"""The README's Python code blocks of its "Your own ..." sections run as they are written."""
+"""The README's Python code blocks (From Python, Your own ...) run as they are written."""
 
 import pathlib
 import re
@@ -16,7 +16,7 @@ def blocks(section: str) -> list[str]:
     return re.findall(r"```python\n(.*?)```", body, re.S)
 
 
-@pytest.mark.parametrize("section", ["Your own environment", "Your own agent"])
+@pytest.mark.parametrize("section", ["From Python", "Your own environment", "Your own agent"])
 def test_a_readme_section_s_code_runs(section):
     (code,) = blocks(section)
     # A fresh interpreter, as a reader's: nothing registered beforehand.

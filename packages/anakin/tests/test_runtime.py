@@ -74,7 +74,9 @@ def test_run_writes_config_metrics_and_evaluates(tmp_path):
         TINY, run_name="tiny", runs_root=str(tmp_path), eval_interval=160, eval_episodes=4,
         tensorboard=True,
     )  # fmt: skip
-    result = train(config)
+    rows = []  # a notebook's live view: each row as it is logged
+    result = train(config, on_row=rows.append)
+    assert rows == result.history
     run = tmp_path / "tiny"
     stored = json.loads((run / "config.json").read_text())
     assert stored["env"] == "catch" and stored["runtime"] == "anakin"

@@ -76,7 +76,7 @@ def test_a_multi_seed_run_resumes_exactly(tmp_path):
 _REPEATED_INIT = """
 import jax
 from podracer.anakin import AnakinConfig
-from podracer.anakin.train import build, make_env, seed_keys
+from podracer.anakin.run import build, make_env, seed_keys
 config = AnakinConfig(env="gymnax:MemoryChain-bsuite", agent="ppo", num_envs=8, num_seeds=3,
                       rollout_length=8, progress=False)
 _, program = build(config, make_env(config))

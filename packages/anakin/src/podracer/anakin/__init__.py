@@ -6,25 +6,7 @@ imported on first use (SPEC 1 lazy loading), so `anakin --help` does not wait fo
 
 import lazy_loader
 
-# Each module and the public names it defines, one per line; a name's module is
-# imported on first use (scientific-python's SPEC 1 lazy loading).
-_NAMES = {
-    "config": [
-        "AnakinConfig",
-    ],
-    "runtime": [
-        "ChunkMetrics",
-        "RunnerState",
-        "make_chunk",
-        "make_evaluate",
-        "make_init",
-        "make_mesh",
-        "make_rollout",
-    ],
-    "train": [
-        "train",
-    ],
-}
-
-__getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs=_NAMES)
+# The public names and their modules are listed once, in __init__.pyi (which type checkers
+# and IDEs read); each name's module is imported on first use (scientific-python's SPEC 1).
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)
 __version__ = "0.2.0"

@@ -10,7 +10,7 @@ def main(argv: list[str] | None = None) -> int:
     from podracer.runs.cli import run_cli
 
     def train(config):
-        from podracer.anakin.train import train  # JAX starts here, after parsing
+        from podracer.anakin.run import train  # JAX starts here, after parsing
 
         return train(config)
 

@@ -15,73 +15,7 @@ imported only when one of their envs is made.
 
 import lazy_loader
 
-# Each module and the public names it defines, one per line; a name's module is
-# imported on first use (scientific-python's SPEC 1 lazy loading).
-_NAMES = {
-    "envpool_env": [
-        "AtariOptions",
-        "EnvpoolEnv",
-        "EnvpoolXla",
-        "EpisodeTracker",
-        "envpool_timestep",
-        "envpool_timestep_by_id",
-        "init_episode_tracker",
-        "make_envpool",
-    ],
-    "brax_env": [
-        "BRAX_ENVS",
-        "BraxEnv",
-        "BraxState",
-        "make_brax",
-    ],
-    "catch": [
-        "Catch",
-        "CatchState",
-    ],
-    "types": [
-        "EnvSpec",
-        "HostEnv",
-        "JaxEnv",
-        "TimeStep",
-    ],
-    "stats": [
-        "EpisodeStats",
-        "init_episode_stats",
-        "update_episode_stats",
-    ],
-    "families": [
-        "FAMILIES",
-        "env_family",
-    ],
-    "gymnax_env": [
-        "GymnaxEnv",
-        "GymnaxState",
-        "make_gymnax",
-        "wrap_gymnax",
-    ],
-    "host": [
-        "JaxHostEnv",
-        "as_host_env",
-    ],
-    "actions": [
-        "action_space_fields",
-        "clip_action",
-    ],
-    "registry": [
-        "EnvEntry",
-        "env_import_path",
-        "is_import_path",
-        "is_jax_env",
-        "list_envs",
-        "make",
-        "make_host",
-        "register",
-        "registered_envs",
-    ],
-    "rendering": [
-        "render",
-    ],
-}
-
-__getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs=_NAMES)
+# The public names and their modules are listed once, in __init__.pyi (which type checkers
+# and IDEs read); each name's module is imported on first use (scientific-python's SPEC 1).
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)
 __version__ = "0.2.0"

@@ -10,61 +10,7 @@ Names are imported on first use (SPEC 1 lazy loading), so command lines start fa
 
 import lazy_loader
 
-# Each module and the public names it defines, one per line; a name's module is
-# imported on first use (scientific-python's SPEC 1 lazy loading).
-_NAMES = {
-    "config": [
-        "RunConfig",
-        "changed_fields",
-        "config_from_json",
-        "to_jsonable",
-    ],
-    "run": [
-        "Run",
-        "RunResult",
-        "Restored",
-        "final_return",
-    ],
-    "directory": [
-        "RunDir",
-        "auto_name",
-        "read_jsonl",
-    ],
-    "writer": [
-        "MetricWriter",
-        "read_tensorboard",
-    ],
-    "progress": [
-        "Progress",
-    ],
-    "signals": [
-        "StopSignals",
-        "block",
-    ],
-    "checkpoint": [
-        "CheckpointError",
-        "CheckpointMismatch",
-        "Checkpointer",
-        "abstract_like",
-        "package_versions",
-    ],
-    "presets": [
-        "PRESETS",
-        "Preset",
-        "apply_preset",
-        "find_preset",
-        "register_preset",
-    ],
-    "distributed": [
-        "DistributedConfig",
-        "initialize_distributed",
-        "is_main_process",
-        "shutdown_distributed",
-    ],
-    "cli": [
-        "parse_cli",
-        "run_cli",
-    ],
-}
-
-__getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs=_NAMES)
+# The public names and their modules are listed once, in __init__.pyi (which type checkers
+# and IDEs read); each name's module is imported on first use (scientific-python's SPEC 1).
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)
+__version__ = "0.2.0"

@@ -15,6 +15,7 @@ changes one is refused naming it.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import types
 import typing
@@ -27,6 +28,7 @@ import tyro
 from tyro.constructors import PrimitiveConstructorSpec
 
 from podracer.agents.registry import agent_entry
+from podracer.agents.registry import flag_group
 from podracer.agents.validation import ConfigError
 from podracer.agents.validation import check_finite
 from podracer.agents.validation import check_int
@@ -180,7 +182,33 @@ class RunConfig:
             name, chosen = found
             base = apply_preset(base, chosen, cls.RUNTIME)
             source = f"preset {name!r} for {agent}: {chosen.source}"
-        return dataclasses.replace(base, **overrides), source
+        return base.replace(overrides), source
+
+    def replace(self, changes: dict[str, Any] | None = None, /, **fields: Any) -> Any:
+        """This config with fields changed, nested ones by dotted names as the command
+        lines spell them (`-` or `_`): the agent's under its flag group, other nested
+        configs under their field, the cluster's by their flag names::
+
+            config.replace({"ppo.learning_rate": 1e-3, "num_envs": 64}, seed=3)
+
+        A new `agent` starts from its defaults, then takes its dotted fields. An unknown
+        name fails in one line, naming close ones; values are checked as the command
+        lines' are."""
+        changes = {k.replace("-", "_"): v for k, v in {**(changes or {}), **fields}.items()}
+        base = self
+        if changes.get("agent", self.agent) != self.agent:
+            base = dataclasses.replace(self, agent=changes.pop("agent"), agent_config=None)
+        group = flag_group(base.agent)
+        flat = {f.name for f in dataclasses.fields(base.cluster)}  # flags without a prefix
+        renamed = {}
+        for key, value in changes.items():
+            head, dot, rest = key.partition(".")
+            if dot and head == group:
+                key = f"agent_config.{rest}"
+            elif not dot and key in flat and key not in _field_names(base):
+                key = f"cluster.{key}"
+            renamed[key] = value
+        return _replace_fields(base, renamed, type(base).__name__, {group: "agent_config"})
 
     def check_rollout(
         self,
@@ -213,6 +241,37 @@ class RunConfig:
         data = to_jsonable(self)
         sources = registered_sources(self.env, self.agent)
         return {**data, "sources": sources} if sources else data
+
+
+def _field_names(obj: Any) -> list[str]:
+    return [f.name for f in dataclasses.fields(obj)]
+
+
+def _replace_fields(
+    obj: Any, changes: dict[str, Any], owner: str, aliases: dict[str, str] | None = None
+) -> Any:
+    """`obj` (a dataclass) with `changes`, dotted keys replacing inside nested dataclasses."""
+    names = _field_names(obj)
+    top: dict[str, Any] = {}
+    nested: dict[str, dict[str, Any]] = {}
+    for key, value in changes.items():
+        head, dot, rest = key.partition(".")
+        if dot and head in names and not dataclasses.is_dataclass(getattr(obj, head)):
+            raise ConfigError(f"{owner}.{head} is not a nested config: {key!r} names nothing")
+        if head not in names:
+            shown = [*(aliases or {}), *names]
+            close = difflib.get_close_matches(head, shown, n=3)
+            hint = f"; did you mean {close}?" if close else f"; its fields: {shown}"
+            raise ConfigError(f"{owner} has no field {head!r}{hint}")
+        if dot:
+            nested.setdefault(head, {})[rest] = value
+        else:
+            top[head] = value
+    for head, sub in nested.items():
+        inner = top.get(head, getattr(obj, head))
+        shown_as = {v: k for k, v in (aliases or {}).items()}.get(head, head)
+        top[head] = _replace_fields(inner, sub, f"{owner}.{shown_as}")
+    return dataclasses.replace(obj, **top)
 
 
 def registered_sources(env: str, agent: str) -> dict[str, Any]:

@@ -27,6 +27,7 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 from typing import NamedTuple
 
@@ -91,7 +92,14 @@ def _crossed(interval: int, before: int, after: int) -> bool:
 class Run:
     """One run's directory, counters, writer, checkpoints, progress and stop signals."""
 
-    def __init__(self, config: RunConfig, runtime: str, directory: RunDir, changes: dict):
+    def __init__(
+        self,
+        config: RunConfig,
+        runtime: str,
+        directory: RunDir,
+        changes: dict,
+        on_row: Callable[[dict[str, Any]], None] | None = None,
+    ):
         import jax
 
         self.config = config
@@ -104,6 +112,7 @@ class Run:
         self.env_steps = 0
         self.interrupted = False
         self.history: list[dict[str, Any]] = []
+        self._on_row = on_row  # the caller's, given each row as it is logged
         self._changes = changes  # fields a resume changed: {field: (old, new)}
         self._restored: dict[str, Any] | None = None
         self._initial: str | None = None  # the checkpoint a fresh run started from
@@ -128,10 +137,19 @@ class Run:
     # -- opening: every check before anything is built or written --------------------
 
     @classmethod
-    def open(cls, config: RunConfig, runtime: str) -> Run:
+    def open(
+        cls,
+        config: RunConfig,
+        runtime: str,
+        on_row: Callable[[dict[str, Any]], None] | None = None,
+    ) -> Run:
         """Joins the multi-process run if asked, names the run directory and checks it:
         a name in use needs `resume`, a resume needs the run, and a resume may change
-        only `MAY_CHANGE_ON_RESUME` fields. Writes nothing."""
+        only `MAY_CHANGE_ON_RESUME` fields. Writes nothing.
+
+        `on_row(row)` is called in this thread with each row `log` writes (on the
+        writing process only), as `history` holds it: `env_steps`, `seed` in a
+        multi-seed run, and the metrics."""
         import jax
 
         initialize_distributed(config.cluster)
@@ -142,7 +160,7 @@ class Run:
         lock = _lock(config, directory) if jax.process_index() == 0 else None
         try:
             changes = _check_directory(config, runtime, directory)
-            run = cls(config, runtime, directory, changes)
+            run = cls(config, runtime, directory, changes, on_row)
         except BaseException:
             if lock is not None:
                 lock.release()
@@ -347,13 +365,14 @@ class Run:
             r.setdefault("charts/SPS", sps)
             r.setdefault("timing/elapsed", elapsed)
             self._writer.write(self.env_steps, r, seed=seed if isinstance(row, list) else None)
-            self.history.append(
-                {
-                    "env_steps": self.env_steps,
-                    **({"seed": seed} if isinstance(row, list) else {}),
-                    **r,
-                }
-            )
+            entry = {
+                "env_steps": self.env_steps,
+                **({"seed": seed} if isinstance(row, list) else {}),
+                **r,
+            }
+            self.history.append(entry)
+            if self._on_row is not None and self.is_writer:
+                self._on_row(dict(entry))
         returns = [r.get("charts/episodic_return", math.nan) for r in rows]
         returns = [x for x in returns if math.isfinite(x)]
         if returns:

@@ -7,46 +7,7 @@ first use (SPEC 1 lazy loading), so `sebulba --help` does not wait for JAX.
 
 import lazy_loader
 
-# Each module and the public names it defines, one per line; a name's module is
-# imported on first use (scientific-python's SPEC 1 lazy loading).
-_NAMES = {
-    "config": [
-        "SebulbaConfig",
-    ],
-    "run": [
-        "EnvFn",
-        "choose_loop",
-        "train",
-    ],
-    "actor": [
-        "Actor",
-        "Rollout",
-        "deterministic_schedule",
-    ],
-    "learner": [
-        "Learner",
-        "learn",
-        "learner_mesh",
-        "make_update",
-        "trajectory_sharding",
-    ],
-    "lifetime": [
-        "StageTimeout",
-        "Stopped",
-        "Supervisor",
-    ],
-    "params": [
-        "ParameterServer",
-    ],
-    "rollout": [
-        "PythonLoop",
-        "RolloutOutput",
-        "XlaLoop",
-    ],
-    "timing": [
-        "PhaseTimer",
-    ],
-}
-
-__getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs=_NAMES)
+# The public names and their modules are listed once, in __init__.pyi (which type checkers
+# and IDEs read); each name's module is imported on first use (scientific-python's SPEC 1).
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)
 __version__ = "0.2.0"

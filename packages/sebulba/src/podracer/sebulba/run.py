@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import numpy as np
@@ -122,13 +123,19 @@ def make_actors(
     return actors
 
 
-def train(config: SebulbaConfig, env_fn: EnvFn | None = None) -> RunResult:
+def train(
+    config: SebulbaConfig,
+    env_fn: EnvFn | None = None,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+) -> RunResult:
     """Runs Sebulba to `config.total_env_steps`; continues the run with `config.resume`.
 
     `env_fn(num_envs, seed)` builds every HostEnv of the run (actors' and evaluation's);
-    by default `podracer.envs.make_host(config.env, ...)`.
+    by default `podracer.envs.make_host(config.env, ...)`. `on_row(row)` receives each
+    logged row as it is written (`env_steps`, then metrics such as
+    `charts/episodic_return`); the returned `RunResult.history` holds them all.
     """
-    with Run.open(config, "sebulba") as run, contextlib.ExitStack() as cleanup:
+    with Run.open(config, "sebulba", on_row) as run, contextlib.ExitStack() as cleanup:
         devices = process_devices(run.process_index)
         actor_pool = actor_devices(config, run.process_index, devices)
         separate = None if actor_pool is devices else len(actor_pool)

@@ -8,6 +8,7 @@ checkpoint's shared `train` item, the rest its `runtime` item.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 from typing import NamedTuple
 
@@ -123,13 +124,18 @@ class _Rows:
         return rows
 
 
-def train(config: AnakinConfig) -> RunResult:
+def train(
+    config: AnakinConfig, on_row: Callable[[dict[str, Any]], None] | None = None
+) -> RunResult:
     """Runs Anakin to `config.total_env_steps`; continues the run with `config.resume`.
 
-    With `config.cluster.distributed`, joins the multi-process run first: the mesh then
-    spans every process's devices and gradients are averaged across hosts.
+    `on_row(row)` receives each logged row as it is written (`env_steps`, `seed` in a
+    multi-seed run, then metrics such as `charts/episodic_return`), e.g. to plot live in
+    a notebook; the returned `RunResult.history` holds them all. With
+    `config.cluster.distributed`, joins the multi-process run first: the mesh then spans
+    every process's devices and gradients are averaged across hosts.
     """
-    with Run.open(config, "anakin") as run:
+    with Run.open(config, "anakin", on_row) as run:
         env = make_env(config)
         agent, program = build(config, env)
         runtime_target = program.abstract._replace(train=None)

@@ -1,0 +1,61 @@
+"""Public names of podracer.agents, one per line: what type checkers and IDEs read,
+and what `lazy_loader.attach_stub` in `__init__.py` imports on first use."""
+
+from .actor_critic import ActorCriticParts as ActorCriticParts
+from .actor_critic import actor_critic_parts as actor_critic_parts
+from .configs import ImpalaConfig as ImpalaConfig
+from .configs import MuZeroConfig as MuZeroConfig
+from .configs import PPOConfig as PPOConfig
+from .configs import PQNConfig as PQNConfig
+from .configs import QLambdaConfig as QLambdaConfig
+from .configs import ReplayConfig as ReplayConfig
+from .evaluation import Episodes as Episodes
+from .evaluation import env_keys as env_keys
+from .evaluation import host_episodes as host_episodes
+from .evaluation import jax_episodes as jax_episodes
+from .evaluation import jax_observations as jax_observations
+from .impala import make_impala as make_impala
+from .learn import learner_updates as learner_updates
+from .learn import make_learn as make_learn
+from .learn import make_optimizer as make_optimizer
+from .learn import sgd_update as sgd_update
+from .muzero import make_muzero as make_muzero
+from .muzero_networks import MuZeroNetwork as MuZeroNetwork
+from .networks import MLP as MLP
+from .networks import ActorCritic as ActorCritic
+from .networks import ImpalaResNet as ImpalaResNet
+from .networks import NatureCNN as NatureCNN
+from .networks import QNetwork as QNetwork
+from .networks import Torso as Torso
+from .networks import preprocess as preprocess
+from .ppo import make_ppo as make_ppo
+from .qlambda import make_qlambda as make_qlambda
+from .registry import AGENTS as AGENTS
+from .registry import AgentEntry as AgentEntry
+from .registry import agent_config as agent_config
+from .registry import agent_entry as agent_entry
+from .registry import as_agent_entry as as_agent_entry
+from .registry import flag_group as flag_group
+from .registry import make_agent as make_agent
+from .registry import register_agent as register_agent
+from .replay import Replay as Replay
+from .replay import ReplaySample as ReplaySample
+from .replay import ReplayState as ReplayState
+from .replay import init_local_replays as init_local_replays
+from .replay import local_replay as local_replay
+from .replay import make_replay as make_replay
+from .returns import Boundaries as Boundaries
+from .returns import bootstrap_values as bootstrap_values
+from .returns import boundaries as boundaries
+from .returns import final_values as final_values
+from .returns import lambda_advantages as lambda_advantages
+from .returns import vtrace as vtrace
+from .train_state import TrainState as TrainState
+from .train_state import init_train_state as init_train_state
+from .types import Agent as Agent
+from .types import Trajectory as Trajectory
+from .types import masked_mean as masked_mean
+from .types import pmean_flat as pmean_flat
+from .validation import ConfigError as ConfigError
+
+__version__: str
