@@ -33,11 +33,21 @@ ENVS = {
     "Acrobot-v1": {"anakin": "gymnax:Acrobot-v1", "sebulba": "envpool:Acrobot-v1"},
     "MountainCar-v0": {"anakin": "gymnax:MountainCar-v0", "sebulba": "envpool:MountainCar-v0"},
 }
+RUNTIMES = {"anakin": anakin.AnakinConfig, "sebulba": sebulba.SebulbaConfig}
 CASES = [
     pytest.param(agent, family, runtime, id=f"{agent}-{family}-{runtime}")
-    for (agent, family), preset in sorted(PRESETS.items())
-    for runtime in preset.layouts
+    for (agent, family) in sorted(PRESETS)
+    for runtime, config_cls in RUNTIMES.items()
+    if (agent, family) in config_cls.LAYOUTS
 ]
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_each_layout_is_of_a_preset_and_names_its_runtime_s_fields(runtime):
+    config_cls = RUNTIMES[runtime]
+    assert set(config_cls.LAYOUTS) <= set(PRESETS)
+    for (agent, _), layout in config_cls.LAYOUTS.items():
+        config_cls(agent=agent, **layout)  # an unknown field is a TypeError
 
 
 def test_every_family_with_a_preset_has_a_test_env():

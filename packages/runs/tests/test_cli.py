@@ -13,10 +13,12 @@ from podracer.agents import AGENTS
 from podracer.agents import PPOConfig
 from podracer.agents import QLambdaConfig
 from podracer.agents import register_agent
+from podracer.agents.validation import ConfigError
 from podracer.runs import PRESETS
 from podracer.runs import Preset
 from podracer.runs import RunConfig
 from podracer.runs import parse_cli
+from podracer.runs import register_layout
 from podracer.runs import register_preset
 from podracer.runs import run_cli
 
@@ -37,13 +39,18 @@ class WidthConfig:
 
 @pytest.fixture
 def toy_preset():
-    register_preset(
-        "ppo", "classic", Preset(PPOConfig(num_epochs=7), {"toy": {"num_envs": 16}}, "a test")
-    )
     saved = dict(PRESETS)
+    register_preset("ppo", "classic", Preset(PPOConfig(num_epochs=7), "a test"))
+    register_layout(ToyRunConfig, "ppo", "classic", num_envs=16)
     yield
     PRESETS.clear()
     PRESETS.update(saved)
+    ToyRunConfig.LAYOUTS.clear()
+
+
+def test_a_layout_names_fields_of_its_runtime_s_config():
+    with pytest.raises(ConfigError, match=r"ToyRunConfig has no fields \['envs_per_thread'\]"):
+        register_layout(ToyRunConfig, "ppo", "classic", envs_per_thread=16)
 
 
 def parse(*argv):

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 from typing import ClassVar
 
 from podracer.agents.validation import ConfigError
 from podracer.agents.validation import check_int
 from podracer.agents.validation import fail
+from podracer.anakin.presets import LAYOUTS
 from podracer.runs.config import RunConfig
 
 
@@ -30,6 +32,8 @@ class AnakinConfig(RunConfig):
     num_seeds: int = 1
 
     RUNTIME: ClassVar[str] = "anakin"
+    # Each preset's sizes on this runtime (podracer/anakin/presets.py).
+    LAYOUTS: ClassVar[dict[tuple[str, str], dict[str, Any]]] = LAYOUTS
     MAY_CHANGE_ON_RESUME: ClassVar[frozenset[str]] = RunConfig.MAY_CHANGE_ON_RESUME | {
         "num_devices"
     }

@@ -23,6 +23,7 @@ from .presets import PRESETS as PRESETS
 from .presets import Preset as Preset
 from .presets import apply_preset as apply_preset
 from .presets import find_preset as find_preset
+from .presets import register_layout as register_layout
 from .presets import register_preset as register_preset
 from .progress import Progress as Progress
 from .run import Restored as Restored

@@ -115,6 +115,8 @@ class RunConfig:
     cluster: Annotated[DistributedConfig, tyro.conf.arg(name="")] = DistributedConfig()
 
     RUNTIME: ClassVar[str] = "run"  # the runtime's name (its command): "anakin", "sebulba"
+    # (agent, preset name) -> this runtime's sizes for that preset (podracer.runs.presets).
+    LAYOUTS: ClassVar[dict[tuple[str, str], dict[str, Any]]] = {}
     # Fields a resume may change; the rest define what is learned and must match.
     MAY_CHANGE_ON_RESUME: ClassVar[frozenset[str]] = frozenset({
         "total_env_steps", "max_wall_seconds", "run_name", "runs_root", "resume", "init_from",
@@ -180,7 +182,7 @@ class RunConfig:
             source = f"no preset for {agent} on {env}: the agent's defaults"
         else:
             name, chosen = found
-            base = apply_preset(base, chosen, cls.RUNTIME)
+            base = apply_preset(base, chosen, name)
             source = f"preset {name!r} for {agent}: {chosen.source}"
         return base.replace(overrides), source
 

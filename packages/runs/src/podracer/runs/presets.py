@@ -1,13 +1,14 @@
 """Presets: per agent and task family, a config that learns, for both runtimes.
 
-A preset is one agent config (the same on Anakin and Sebulba: the same flags mean the
-same agent) and, per runtime, the layout fields that go with it (batch sizes, rollout
-length, budget). It is named for a task family (`podracer.envs.env_family`: catch,
-classic, control, minatar, atari, mujoco, brax) or, where one task of a family wants its
-own, for that task (the env's name without its backend: `Acrobot-v1`). Command lines pick
-the env's task preset, else its family's, unless `--preset` names another; they print
-which one they use and apply explicit flags on top. Each preset says in one line where
-its numbers come from.
+A preset is one agent config, the same on Anakin and Sebulba (the same flags mean the
+same agent), and a line saying where its numbers come from. It is named for a task
+family (`podracer.envs.env_family`: catch, classic, control, minatar, atari, mujoco,
+brax) or, where one task of a family wants its own, for that task (the env's name
+without its backend: `Acrobot-v1`). The sizes that go with it (batch, rollout length,
+budget) are each runtime's own, named as its config names them: its `LAYOUTS`
+(`podracer/anakin/presets.py`, `podracer/sebulba/presets.py`; `register_layout` for
+yours). Command lines pick the env's task preset, else its family's, unless `--preset`
+names another; they print which one they use and apply explicit flags on top.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from podracer.agents.validation import ConfigError
 
 class Preset(NamedTuple):
     agent_config: Any  # the agent's hyperparameters
-    layouts: dict[str, dict[str, Any]]  # runtime -> its fields (sizes, budget)
     source: str  # one line: where the numbers come from
 
 
@@ -59,11 +59,24 @@ def find_preset(agent: str, env: str, name: str | None = None) -> tuple[str, Pre
     return None
 
 
-def apply_preset(config: Any, preset: Preset, runtime: str) -> Any:
-    """`config` (a runtime config) with the preset's agent config and `runtime`'s layout."""
-    return dataclasses.replace(
-        config, agent_config=preset.agent_config, **preset.layouts.get(runtime, {})
-    )
+def register_layout(config_cls: type, agent: str, name: str, **fields: Any) -> None:
+    """Sets the sizes a runtime uses with the preset `name` of `agent`: fields of the
+    runtime's config class `config_cls` (e.g. `AnakinConfig`, num_envs=64), checked here."""
+    allowed = {f.name for f in dataclasses.fields(config_cls)} - {"env", "agent", "agent_config"}
+    unknown = sorted(set(fields) - allowed)
+    if unknown:
+        raise ConfigError(f"register_layout: {config_cls.__name__} has no fields {unknown}; "
+                          f"a layout sets any of {sorted(allowed)}")  # fmt: skip
+    if "LAYOUTS" not in vars(config_cls):  # the class's own table, not a parent's
+        config_cls.LAYOUTS = {}
+    config_cls.LAYOUTS[(agent, name)] = fields
+
+
+def apply_preset(config: Any, preset: Preset, name: str) -> Any:
+    """`config` (a runtime config) with the preset's agent config and the runtime's
+    layout of preset `name` (its class's `LAYOUTS`), if it has one."""
+    layout = getattr(type(config), "LAYOUTS", {}).get((config.agent, name), {})
+    return dataclasses.replace(config, agent_config=preset.agent_config, **layout)
 
 
 # Actor-critic agents on classic control (CartPole, Acrobot, MountainCar): PureJaxRL's
@@ -73,67 +86,46 @@ _CLASSIC_IMPALA = ImpalaConfig(learning_rate=1e-3, separate_critic=True, max_gra
 
 register_preset("qlambda", "catch", Preset(
     QLambdaConfig(),
-    {"anakin": dict(num_envs=128, rollout_length=16, updates_per_chunk=50, total_env_steps=409_600),
-     "sebulba": dict(envs_per_thread=128, rollout_length=16, total_env_steps=409_600)},
     "the Podracer paper's Catch demo layout (128 envs x 16 steps); lr 1e-3 learns it in ~2e5 "
     "steps (tests/test_learning)",
 ))  # fmt: skip
 register_preset("ppo", "catch", Preset(
     PPOConfig(learning_rate=1e-3, anneal_lr=False),
-    {"anakin": dict(num_envs=128, rollout_length=16, updates_per_chunk=50, total_env_steps=409_600),
-     "sebulba": dict(envs_per_thread=32, rollout_length=16, total_env_steps=409_600)},
     "return > 0.9 within 4e5 steps on Anakin (packages/anakin/tests/test_learning.py)",
 ))  # fmt: skip
 register_preset("impala", "catch", Preset(
     ImpalaConfig(learning_rate=2e-3),
-    {"anakin": dict(num_envs=32, rollout_length=16, updates_per_chunk=50, total_env_steps=200_000),
-     "sebulba": dict(envs_per_thread=32, rollout_length=16, total_env_steps=200_000)},
     "return > 0.9 within 2e5 steps on both runtimes (tests/test_anakin_sebulba.py)",
 ))  # fmt: skip
 register_preset("ppo", "classic", Preset(
     _PUREJAXRL_PPO,
-    {"anakin": dict(num_envs=4, rollout_length=128, updates_per_chunk=100, total_env_steps=500_000),
-     "sebulba": dict(envs_per_thread=16, rollout_length=32, total_env_steps=500_000)},
     "PureJaxRL's CartPole PPO (4 envs x 128 steps, 4 epochs x 4 minibatches, lr 2.5e-4 "
     "annealed): 500 at 5e5 steps",
 ))  # fmt: skip
 register_preset("impala", "classic", Preset(
     _CLASSIC_IMPALA,
-    {"anakin": dict(num_envs=16, rollout_length=32, updates_per_chunk=100, total_env_steps=500_000),
-     "sebulba": dict(envs_per_thread=16, rollout_length=32, total_env_steps=500_000)},
     "lr 1e-3, a separate critic and clip 0.5 reached 500 on envpool CartPole within 5e5 "
     "steps (3 seeds of 3); the defaults stalled near 150-250",
 ))  # fmt: skip
-_MUZERO_LAYOUT = {
-    "anakin": dict(num_envs=32, rollout_length=16, updates_per_chunk=50),
-    "sebulba": dict(envs_per_thread=32, rollout_length=16),
-}
 register_preset("ppo", "Acrobot-v1", Preset(
     PPOConfig(learning_rate=5e-4, anneal_lr=False, max_grad_norm=1.0, activation="relu"),
-    {"anakin": dict(num_envs=16, rollout_length=32, total_env_steps=500_000),
-     "sebulba": dict(envs_per_thread=16, rollout_length=32, total_env_steps=500_000)},
     "gymnax-blines' Acrobot PPO (16 envs x 32 steps, 4 epochs x 4 minibatches, lr 5e-4, "
     "MLP 64x64 relu, grad norm 1.0): Anakin IQM over 5 seeds at 5e5 steps training -81.5, "
     "greedy -79.3 (the classic preset: -83.4, -84.0)",
 ))  # fmt: skip
 register_preset("muzero", "catch", Preset(
     MuZeroConfig(),
-    {k: {**v, "total_env_steps": 400_000} for k, v in _MUZERO_LAYOUT.items()},
     "32 envs x 16 steps: each sequence replayed ~2x; greedy 0.9 at ~3e5 steps on Anakin "
     "(benchmarks/muzero.py)",
 ))  # fmt: skip
 register_preset("muzero", "classic", Preset(
     MuZeroConfig(),
-    {k: {**v, "total_env_steps": 1_000_000} for k, v in _MUZERO_LAYOUT.items()},
     "greedy 475 on gymnax CartPole at ~4.6e5 steps on Anakin, 500 at 1e6 on Sebulba "
     "(benchmarks/muzero.py)",
 ))  # fmt: skip
 register_preset("ppo", "minatar", Preset(
     PPOConfig(learning_rate=5e-3, num_epochs=4, num_minibatches=8, hidden_sizes=(64, 64),
               activation="relu", separate_critic=True),
-    {"anakin": dict(num_envs=64, rollout_length=128, updates_per_chunk=10,
-                    total_env_steps=10_000_000),
-     "sebulba": dict(envs_per_thread=64, rollout_length=128, total_env_steps=10_000_000)},
     "PureJaxRL's MinAtar PPO (64 envs x 128 steps, 4 epochs x 8 minibatches, MLP 64x64 relu, "
     "lr 5e-3 annealed): Breakout-MinAtar 57.7 at 1e7 steps (one seed)",
 ))  # fmt: skip
@@ -141,47 +133,34 @@ register_preset("impala", "minatar", Preset(
     ImpalaConfig(learning_rate=5e-3, anneal_lr=True, lambda_=0.95, max_grad_norm=0.5,
                  num_epochs=4, num_minibatches=8, clip_eps=0.2, hidden_sizes=(64, 64),
                  activation="relu", separate_critic=True),
-    {"anakin": dict(num_envs=64, rollout_length=128, updates_per_chunk=10,
-                    total_env_steps=10_000_000),
-     "sebulba": dict(envs_per_thread=64, rollout_length=128, total_env_steps=10_000_000)},
     "APPO (V-trace lambda 0.95, the clipped surrogate) with PPO's MinAtar settings, its 4 "
     "epochs x 8 minibatches of whole sequences: Breakout-MinAtar training IQM 84.8 at 1e7 "
     "steps (3 seeds; lr 1e-3: 7-17 at 2e6, IMPALA's one step per batch plateaus near 6)",
 ))  # fmt: skip
 register_preset("impala", "atari", Preset(
     ImpalaConfig(torso="nature_cnn", learning_rate=6e-4, entropy_cost=0.01, max_grad_norm=40.0),
-    {"sebulba": dict(envs_per_thread=32, rollout_length=20, total_env_steps=10_000_000)},
     "IMPALA's Atari settings (Espeholt et al., 2018) with the Nature CNN torso, T=20",
 ))  # fmt: skip
 register_preset("pqn", "minatar", Preset(
     PQNConfig(torso="minatar_cnn"),
-    {"anakin": dict(num_envs=128, rollout_length=32, updates_per_chunk=10,
-                    total_env_steps=10_000_000),
-     "sebulba": dict(envs_per_thread=128, rollout_length=32, total_env_steps=10_000_000)},
     "PQN's published MinAtar settings (purejaxql pqn_minatar.yaml): 128 envs x 32 steps, "
     "2 epochs x 32 minibatches, MinAtar CNN with LayerNorm, RAdam 5e-4 annealed",
 ))  # fmt: skip
 _CLASSIC_PQN = PQNConfig(learning_rate=1e-4, lambda_=0.95, reward_scale=0.1, epsilon=0.2,
                          epsilon_decay=0.2, num_epochs=4, num_minibatches=16,
                          hidden_sizes=(256, 256), optimizer="radam")  # fmt: skip
-_CLASSIC_PQN_LAYOUT = {
-    "anakin": dict(num_envs=32, rollout_length=64, updates_per_chunk=20, total_env_steps=500_000),
-    "sebulba": dict(envs_per_thread=32, rollout_length=64, total_env_steps=500_000),
-}  # fmt: skip
 register_preset("pqn", "classic", Preset(
-    _CLASSIC_PQN, _CLASSIC_PQN_LAYOUT,
+    _CLASSIC_PQN,
     "PQN's CartPole settings (purejaxql pqn_cartpole.yaml): 32 envs x 64 steps, 4 epochs x 16 "
     "minibatches, MLP 256x2 with LayerNorm, rewards x 0.1, epsilon 1 -> 0.2 over 20%",
 ))  # fmt: skip
 register_preset("pqn", "MountainCar-v0", Preset(
-    dataclasses.replace(_CLASSIC_PQN, learning_rate=1e-3, epsilon=0.05), _CLASSIC_PQN_LAYOUT,
+    dataclasses.replace(_CLASSIC_PQN, learning_rate=1e-3, epsilon=0.05),
     "the classic PQN preset with lr 1e-3 and a final epsilon of 0.05 (tried beside 1e-4 / "
     "0.2 and 3e-3): greedy IQM over 5 seeds at 5e5 steps -115.4, the classic one -145.8",
 ))  # fmt: skip
 register_preset("pqn", "catch", Preset(
     PQNConfig(num_minibatches=4, hidden_sizes=(256,)),
-    {"anakin": dict(num_envs=128, rollout_length=16, updates_per_chunk=50, total_env_steps=409_600),
-     "sebulba": dict(envs_per_thread=128, rollout_length=16, total_env_steps=409_600)},
     "the Catch demo layout with PQN's other settings, 4 minibatches: training return 0.89 "
     "at 4.1e5 steps on Anakin (epsilon 0.05; packages/anakin/tests/test_learning.py)",
 ))  # fmt: skip
@@ -190,13 +169,8 @@ register_preset("pqn", "catch", Preset(
 # clipped by the env) with observations and values normalised by running statistics.
 _CONTROL_PPO = PPOConfig(learning_rate=5e-4, max_grad_norm=1.0, entropy_cost=0.01,
                          normalize_observations=True, normalize_values=True)  # fmt: skip
-_CONTROL_LAYOUT = {
-    "anakin": dict(num_envs=32, rollout_length=16, updates_per_chunk=100,
-                   total_env_steps=1_000_000),
-    "sebulba": dict(envs_per_thread=32, rollout_length=16, total_env_steps=1_000_000),
-}  # fmt: skip
 register_preset("ppo", "control", Preset(
-    _CONTROL_PPO, _CONTROL_LAYOUT,
+    _CONTROL_PPO,
     "gymnax-blines' Pendulum/MountainCarContinuous PPO (32 envs x 16 steps, 4 epochs x 4 "
     "minibatches, lr 5e-4, clip 1.0, 1e6 steps) with annealing and obs/value normalisation: "
     "Pendulum -171.5, MountainCarContinuous 93.7 on Anakin at 1e6 (3 seeds; "
@@ -205,7 +179,6 @@ register_preset("ppo", "control", Preset(
 register_preset("ppo", "mujoco", Preset(
     PPOConfig(learning_rate=3e-4, max_grad_norm=0.5, entropy_cost=0.0, num_epochs=10,
               num_minibatches=32, normalize_observations=True, normalize_values=True),
-    {"sebulba": dict(envs_per_thread=8, rollout_length=256, total_env_steps=1_000_000)},
     "CleanRL's ppo_continuous_action (2048 steps per update, 10 epochs x 32 minibatches, lr "
     "3e-4 annealed, no entropy bonus, obs normalisation; values normalised for its reward "
     "scaling) as 8 envs x 256 steps: HalfCheetah-v4 1975 at 1e6 steps (3 seeds; "
@@ -214,7 +187,6 @@ register_preset("ppo", "mujoco", Preset(
 register_preset("impala", "control", Preset(
     ImpalaConfig(learning_rate=1e-3, max_grad_norm=0.5, entropy_cost=0.0, separate_critic=True,
                  normalize_observations=True, normalize_values=True),
-    _CONTROL_LAYOUT,
     "the classic IMPALA preset with obs/value normalisation and no entropy bonus: Pendulum "
     "-263 at 1e6 steps on Anakin (one seed; benchmarks/continuous.py)",
 ))  # fmt: skip

@@ -15,6 +15,7 @@ trains on `trajectories_per_update` trajectories from each process, and
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 from typing import ClassVar
 from typing import Literal
 
@@ -22,6 +23,7 @@ from podracer.agents.validation import ConfigError
 from podracer.agents.validation import check_int
 from podracer.agents.validation import fail
 from podracer.runs.config import RunConfig
+from podracer.sebulba.presets import LAYOUTS
 
 ActorLoop = Literal["auto", "xla", "python"]
 
@@ -60,6 +62,8 @@ class SebulbaConfig(RunConfig):
     stage_timeout_s: float = 300.0  # any wait longer than this fails, naming the stage
 
     RUNTIME: ClassVar[str] = "sebulba"
+    # Each preset's sizes on this runtime (podracer/sebulba/presets.py).
+    LAYOUTS: ClassVar[dict[tuple[str, str], dict[str, Any]]] = LAYOUTS
     # Placement may change on resume, and so may how the global batch of an update is
     # gathered (a run moved from 2 hosts x 1 thread to 1 host x 2 threads, say).
     MAY_CHANGE_ON_RESUME: ClassVar[frozenset[str]] = RunConfig.MAY_CHANGE_ON_RESUME | {
