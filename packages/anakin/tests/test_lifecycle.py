@@ -97,6 +97,22 @@ def test_a_second_signal_exits_at_once(tmp_path):
     assert "Traceback" not in err
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
+def test_a_signal_during_start_up_is_one_line_and_writes_nothing(tmp_path, name):
+    # The preset line is printed right after parsing; JAX, the env and the agent's init
+    # take seconds more before the loop begins.
+    child = anakin("--env", "gymnax:CartPole-v1", "--agent", "ppo", "--runs-root",
+                   str(tmp_path), "--run-name", "early")  # fmt: skip
+    line = child.stderr.readline()
+    assert line.startswith("anakin: preset"), line + child.communicate()[1]
+    child.send_signal(getattr(signal, name))
+    _, err = child.communicate(timeout=120)
+    assert child.returncode == 128 + getattr(signal, name), err[-3000:]
+    assert err.strip() == f"{name} before training began: stopped, nothing was written"
+    assert not (tmp_path / "early").exists() and os.listdir(tmp_path) == []
+
+
 def test_a_reused_name_is_refused_before_compiling(tmp_path, capsys):
     args = [*TINY, "--total-env-steps", str(CHUNK), "--runs-root", str(tmp_path), "--run-name", "r"]
     assert main([*args, "--no-progress"]) == 0

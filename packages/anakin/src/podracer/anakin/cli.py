@@ -6,6 +6,9 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
+    from podracer.runs.signals import install
+
+    install()  # first: Ctrl-C while the rest imports is one line, not a traceback
     from podracer.anakin.config import AnakinConfig
     from podracer.runs.cli import run_cli
 

@@ -29,6 +29,7 @@ from podracer.agents.registry import AGENTS
 from podracer.agents.registry import flag_group
 from podracer.agents.registry import load_entry_points
 from podracer.agents.validation import ConfigError
+from podracer.runs import signals
 from podracer.runs.config import RunConfig
 from podracer.runs.config import config_from_json
 from podracer.runs.directory import RunDir
@@ -126,6 +127,14 @@ def parse_cli(config_cls: type, argv: list[str], description: str = "") -> tuple
 def run_cli(config_cls: type, train: Callable[[Any], Any], argv: list[str] | None = None) -> int:
     """The command `config_cls.RUNTIME`: parses `argv`, trains, prints a summary (process
     0); returns the exit status."""
+    signals.install()  # before anything slow: a signal during start-up is one line
+    try:
+        return _run_cli(config_cls, train, argv)
+    finally:
+        signals.uninstall()
+
+
+def _run_cli(config_cls: type, train: Callable[[Any], Any], argv: list[str] | None) -> int:
     runtime = config_cls.RUNTIME
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
@@ -147,6 +156,8 @@ def run_cli(config_cls: type, train: Callable[[Any], Any], argv: list[str] | Non
     except (ConfigError, CheckpointError) as e:
         print(f"{runtime}: error: {e}", file=sys.stderr)
         return 2
+    except signals.Interrupted as e:  # its line was printed as the signal came
+        return 128 + e.signum
     finally:
         shutdown_distributed()  # after the final checkpoint, which train() wrote
     if main_process:

@@ -34,6 +34,7 @@ from typing import NamedTuple
 import numpy as np
 
 from podracer.agents.validation import ConfigError
+from podracer.runs import signals
 from podracer.runs.checkpoint import Checkpointer
 from podracer.runs.checkpoint import CheckpointError
 from podracer.runs.config import RunConfig
@@ -121,7 +122,9 @@ class Run:
         self._checkpointer: Checkpointer | None = None
         self._writer = MetricWriter(None)
         self._progress: Progress | None = None
-        self._signals = StopSignals(self._second_signal_message)
+        # A command line's handlers (and a signal they caught during start-up), or ours.
+        self._signals = signals.installed() or StopSignals()
+        self._signals.on_second = self._second_signal_message
         self._started = time.perf_counter()
         self._elapsed_before = 0.0  # wall seconds of the sessions before a resume
         self._last = False
@@ -248,6 +251,8 @@ class Run:
         """Writes the config (and the resume record), opens the metric writer and the
         progress line, installs the signal handlers; `status` says what comes next."""
         config = self.config
+        if self._signals.requested is not None:  # during start-up: nothing written yet
+            raise signals.Interrupted(self._signals.requested)
         if config.video_interval:
             _check_renders(spec, type(config).__name__)
         if self.is_writer:
@@ -279,6 +284,7 @@ class Run:
             f"{self.runtime}: {config.agent} on {config.env}, run {self.dir.path} ({how})"
         )
         self._progress.status(f"{self.runtime}: {status}")
+        self._signals.on_first = signals.after_the_step
         self._signals.__enter__()
         self._last = self.env_steps >= self.total_env_steps
 

@@ -6,6 +6,11 @@ update in flight, writes a final checkpoint and returns normally (exit status 0)
 second one exits the process immediately without a traceback (status 128 + signal), the
 newest checkpoint being whatever was last saved.
 
+The command lines install the handlers at their first line (`install`), so a signal
+during start-up (imports, building the env and agent, restoring) is never a traceback
+nor lost: the run sees it when its loop would begin, writes nothing and raises
+`Interrupted`, which the command line reports in one line (exit status 128 + signal).
+
 Handlers run in the main thread between bytecodes, so a main thread blocked inside a
 long XLA computation would not see a signal until it ends; `block` waits for arrays from
 a helper thread instead, which keeps the main thread responsive.
@@ -23,6 +28,51 @@ from typing import Any
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
+class Interrupted(Exception):
+    """A stop signal arrived before the loop began: nothing was trained or written."""
+
+    def __init__(self, name: str):
+        super().__init__(before_training(name))  # printed already, as the signal came
+        self.signum = int(signal.Signals[name])
+
+
+_INSTALLED: StopSignals | None = None  # the process's, installed by a command line
+
+
+def after_the_step(name: str) -> str:
+    """What the first signal prints once a run's loop has begun."""
+    return (
+        f"{name}: stopping after the current step with a final checkpoint (again to exit at once)"
+    )
+
+
+def before_training(name: str) -> str:
+    """What the first signal prints during a command line's start-up."""
+    return f"{name} before training began: stopped, nothing was written"
+
+
+def install() -> StopSignals:
+    """Installs the process-wide handlers (a command line's first act; main thread); the
+    run adopts them, with any signal that came before it began."""
+    global _INSTALLED
+    if _INSTALLED is None:
+        _INSTALLED = StopSignals(lambda: "exiting now").__enter__()
+        _INSTALLED.on_first = before_training  # until a run begins its loop
+    return _INSTALLED
+
+
+def installed() -> StopSignals | None:
+    return _INSTALLED
+
+
+def uninstall() -> None:
+    """Restores the handlers `install` replaced (a command line's last act)."""
+    global _INSTALLED
+    if _INSTALLED is not None:
+        process, _INSTALLED = _INSTALLED, None
+        process.__exit__()
+
+
 class StopSignals:
     """Installs the handlers for its `with` block (main thread only; elsewhere a no-op).
 
@@ -32,29 +82,27 @@ class StopSignals:
 
     def __init__(self, on_second: Callable[[], str] = lambda: "exiting now"):
         self.requested: str | None = None
-        self._on_second = on_second
+        self.on_second = on_second
+        self.on_first = after_the_step  # the line the first signal prints, given its name
         self._previous: dict[int, Any] = {}
 
     def _handle(self, signum: int, frame: Any) -> None:
         name = signal.Signals(signum).name
         if self.requested is None:
             self.requested = name
-            print(
-                f"\n{name}: stopping after the current step with a final checkpoint "
-                f"(again to exit at once)",
-                file=sys.stderr,
-                flush=True,
-            )
+            print(f"\n{self.on_first(name)}", file=sys.stderr, flush=True)
             return
-        print(f"\nsecond {name}: {self._on_second()}", file=sys.stderr, flush=True)
+        print(f"\nsecond {name}: {self.on_second()}", file=sys.stderr, flush=True)
         os._exit(128 + signum)
 
     def __enter__(self) -> StopSignals:
-        if threading.current_thread() is threading.main_thread():
+        if not self._previous and threading.current_thread() is threading.main_thread():
             self._previous = {s: signal.signal(s, self._handle) for s in _SIGNALS}
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        if self is _INSTALLED:  # the process's: in place until the process ends
+            return
         for s, handler in self._previous.items():
             signal.signal(s, handler)
         self._previous = {}
