@@ -7,6 +7,11 @@ Each child gets `JAX_COORDINATOR_ADDRESS`, `JAX_NUM_PROCESSES`, `JAX_PROCESS_ID`
 by `jax.distributed.initialize`), fake CPU devices through `XLA_FLAGS`, and its output is
 forwarded line by line with a `[p<id>]` prefix. If one process dies, the others are
 stopped, and the launcher exits with the first failure's status.
+
+A SIGTERM or SIGINT to the launcher (Slurm, Kubernetes, Ctrl-C) is forwarded to every
+process, and the launcher waits for them to stop after their step with their final
+checkpoints; a second one is forwarded too (they exit at once). Each process also gets
+SIGTERM if the launcher itself dies (Linux's parent-death signal): none is left running.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-_write_lock = threading.Lock()
+_write_lock = threading.RLock()  # re-entrant: the signal handler writes too
 
 
 def _forward(proc: subprocess.Popen, prefix: str, out) -> None:
@@ -36,6 +41,22 @@ def _forward(proc: subprocess.Popen, prefix: str, out) -> None:
         with _write_lock:  # whole lines: processes' output never interleaves mid-line
             out.write(f"{prefix} {line}")
             out.flush()
+
+
+def _parent_death_signal():
+    """A `preexec_fn` that has the child sent SIGTERM when the launcher dies (Linux; None
+    elsewhere). prctl is looked up here, in the parent: the child only calls it."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    pr_set_pdeathsig = 1
+
+    def preexec() -> None:
+        prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+    return preexec
 
 
 def launch(
@@ -54,7 +75,24 @@ def launch(
     if shutil.which(command[0]) is None and not os.path.exists(command[0]):
         raise ValueError(f"command not found: {command[0]!r}")
     address = f"127.0.0.1:{port or free_port()}"
-    procs = []
+    procs: list[subprocess.Popen] = []
+    received: list[int] = []  # the signals forwarded so far
+
+    def forward(signum: int, frame) -> None:
+        received.append(signum)
+        with _write_lock:
+            name = signal.Signals(signum).name
+            out.write(f"[launch] {name}: forwarded to every process; waiting for them to stop\n")
+            out.flush()
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signum)
+
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = {}
+    if main_thread:
+        previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    preexec = _parent_death_signal()
     for i in range(num_processes):
         env = {
             **os.environ,
@@ -75,6 +113,7 @@ def launch(
             stderr=subprocess.STDOUT,
             text=True,
             start_new_session=True,
+            preexec_fn=preexec,
         )
         threading.Thread(target=_forward, args=(proc, f"[p{i}]", out), daemon=True).start()
         procs.append(proc)
@@ -92,7 +131,7 @@ def launch(
                         f"[launch] a process exited with status {status}; stopping the others\n"
                     )
                 break
-            if all(c == 0 for c in codes):
+            if all(c is not None for c in codes):
                 break
             if deadline is not None and time.monotonic() > deadline:
                 with _write_lock:
@@ -100,18 +139,20 @@ def launch(
                 status = 124
                 break
             time.sleep(0.1)
-    except KeyboardInterrupt:
-        status = 130
     finally:
+        # Stop what still runs: after a forwarded signal they are stopping already.
         for p in procs:
-            if p.poll() is None:
+            if p.poll() is None and not received:
                 os.killpg(p.pid, signal.SIGTERM)
         for p in procs:
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+            while p.poll() is None:
+                try:  # a forwarded signal: as long as their final checkpoints take
+                    p.wait(timeout=None if received and len(received) < 2 else 20)
+                except subprocess.TimeoutExpired:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    p.wait()
+        for s, handler in previous.items():
+            signal.signal(s, handler)
     return status
 
 
