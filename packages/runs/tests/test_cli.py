@@ -91,6 +91,29 @@ def test_a_config_file_reruns_a_runs_exact_config(tmp_path, toy_train):
     assert again.agent_config == QLambdaConfig(lambda_=0.5) and source.startswith("config from")
 
 
+@pytest.mark.parametrize(
+    "path, value, message",
+    [
+        (("cluster", "distributed"), "yes", "cluster.distributed must be true or false, got 'yes'"),
+        (("seed",), 2.5, "seed must be an integer, got 2.5"),
+        (("agent_config", "learning_rate"), "fast", "learning_rate must be a number, got 'fast'"),
+        (("run_name",), 7, "run_name must be a string or null, got 7"),
+        (("wandb_mode",), "sometimes", "wandb_mode must be one of ['online', 'offline']"),
+        (("env_kwargs",), [1], "env_kwargs must be a JSON object, got [1]"),
+    ],
+)
+def test_a_config_file_is_checked_field_by_field(tmp_path, path, value, message):
+    data = json.loads(json.dumps(dataclasses.asdict(ToyRunConfig())))
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    (tmp_path / "c.json").write_text(json.dumps(data))
+    with pytest.raises(ConfigError) as e:
+        parse("--config", str(tmp_path / "c.json"))
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
 def test_resume_starts_from_the_runs_own_config(tmp_path, toy_train):
     first, _ = parse("--seed", "5", "--runs-root", str(tmp_path), "--run-name", "r",
                      "--no-progress", "--total-env-steps", "30")  # fmt: skip

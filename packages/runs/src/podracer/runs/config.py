@@ -370,21 +370,52 @@ def config_from_json(cls: type, data: dict[str, Any], owner: str = "config") -> 
 
 
 def _from_json_value(hint: Any, value: Any, owner: str) -> Any:
+    """`value` (from JSON) as the field typed `hint` holds it, or a one-line ConfigError
+    naming the field and what it allows: a config file is checked field by field."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is Annotated:
         return _from_json_value(args[0], value, owner)
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None
+        errors = []
         for arg in args:
             if arg is not type(None):
-                return _from_json_value(arg, value, owner)
+                try:
+                    return _from_json_value(arg, value, owner)
+                except ConfigError as e:
+                    errors.append(str(e).partition(" must be ")[2].rpartition(", got")[0])
+        allowed = " or ".join([*errors, *(["null"] if type(None) in args else [])])
+        raise ConfigError(f"{owner} must be {allowed}, got {value!r}")
     if dataclasses.is_dataclass(hint):
         return config_from_json(hint, value, owner)
-    if origin is tuple and isinstance(value, list):
+    if origin is Literal:
+        if value not in args:
+            raise ConfigError(f"{owner} must be one of {list(args)}, got {value!r}")
+        return value
+    if origin is tuple:
+        if not isinstance(value, list | tuple):
+            raise ConfigError(f"{owner} must be a list, got {value!r}")
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(_from_json_value(args[0], v, owner) for v in value)
+        if len(args) != len(value):
+            raise ConfigError(f"{owner} must be a list of {len(args)} values, got {value!r}")
         return tuple(_from_json_value(a, v, owner) for a, v in zip(args, value, strict=True))
-    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+    if origin is dict or hint is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{owner} must be a JSON object, got {value!r}")
+        return value
+    if hint is bool and not isinstance(value, bool):
+        raise ConfigError(f"{owner} must be true or false, got {value!r}")
+    is_number = isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is int and not (is_number and float(value).is_integer()):
+        raise ConfigError(f"{owner} must be an integer, got {value!r}")
+    if hint is int:
+        return int(value)
+    if hint is float and not is_number:
+        raise ConfigError(f"{owner} must be a number, got {value!r}")
+    if hint is float:
         return float(value)
+    if hint is str and not isinstance(value, str):
+        raise ConfigError(f"{owner} must be a string, got {value!r}")
     return value
