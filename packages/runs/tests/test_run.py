@@ -17,6 +17,7 @@ import pytest
 from podracer.agents import ImpalaConfig
 from podracer.agents import QLambdaConfig
 from podracer.agents.validation import ConfigError
+from podracer.runs import CheckpointError
 from podracer.runs import RunConfig
 from podracer.runs import final_return
 from podracer.runs import to_jsonable
@@ -122,6 +123,39 @@ def test_a_checkpoint_that_does_not_restore_falls_back_to_the_previous(
     np.testing.assert_array_equal(result.state["w"], [5.0, 5.0])  # 2 restored + 3
     assert (tmp_path / "toy" / "checkpoints" / "3.corrupt").is_dir()
     assert steps_logged(result.run_dir) == [10, 20, 30, 40, 50]  # step 30 once
+
+
+def test_a_resume_is_checked_against_the_checkpoint_s_config_not_the_editable_file(
+    tmp_path, toy_train
+):
+    toy_train(toy(tmp_path, total_env_steps=30))
+    # config.json edited by hand (learning rate 0.001 -> 0.5), then resumed from it.
+    path = tmp_path / "toy" / "config.json"
+    stored = json.loads(path.read_text())
+    stored["agent_config"]["learning_rate"] = 0.5
+    path.write_text(json.dumps(stored))
+    edited = toy(tmp_path, resume=True, agent_config=QLambdaConfig(learning_rate=0.5))
+    with pytest.raises(ConfigError) as info:
+        toy_train(edited)
+    assert "checkpoint 3 was trained with" in str(info.value)
+    assert "agent_config.learning_rate: 0.001 -> 0.5" in str(info.value)
+    # The file put back, an allowed change is recorded, compared with the checkpoint's.
+    stored["agent_config"]["learning_rate"] = 0.001
+    path.write_text(json.dumps(stored))
+    toy_train(toy(tmp_path, resume=True, total_env_steps=50))
+    resumes = [json.loads(x) for x in (tmp_path / "toy" / "resumes.jsonl").read_text().splitlines()]
+    assert resumes[-1]["changes"]["total_env_steps"] == [30, 50]
+
+
+def test_a_run_whose_every_checkpoint_is_unreadable_is_refused_not_restarted(tmp_path, toy_train):
+    toy_train(toy(tmp_path, total_env_steps=30, checkpoint_interval=10))
+    for step in ("1", "2", "3"):
+        (tmp_path / "toy" / "checkpoints" / step / "metadata" / "metadata").write_text("{")
+    rows = steps_logged(str(tmp_path / "toy"))
+    for _ in range(2):  # the first resume moves them aside; the second must not start over
+        with pytest.raises(CheckpointError, match="no checkpoint of .* restores"):
+            toy_train(toy(tmp_path, total_env_steps=50, resume=True))
+    assert steps_logged(str(tmp_path / "toy")) == rows == [10, 20, 30]
 
 
 def test_the_wall_clock_budget_ends_the_run_with_a_final_checkpoint(tmp_path, toy_train):

@@ -28,7 +28,7 @@ def test_rows_go_to_jsonl_and_tensorboard(tmp_path):
     assert not any(tag == "charts/SPS" for tag, _, _ in scalars)  # NaN is not written
 
 
-def test_a_resume_drops_later_rows_and_rebuilds_tensorboard(tmp_path):
+def test_a_resume_replaces_later_rows_keeping_the_old_ones_aside(tmp_path):
     run = RunDir(tmp_path, "resume")
     writer = MetricWriter(run)
     for steps in (10, 20, 30, 40):
@@ -44,6 +44,13 @@ def test_a_resume_drops_later_rows_and_rebuilds_tensorboard(tmp_path):
     ]  # fmt: skip
     assert sorted(read_tensorboard(run.tensorboard)) == [
         ("x", 10, 10.0), ("x", 20, 20.0), ("x", 30, -30.0), ("x", 40, -40.0)
+    ]  # fmt: skip
+    # Nothing is deleted: the replaced rows and the old event files are kept aside.
+    (aside,) = (tmp_path / "resume" / "replaced").iterdir()
+    old = [json.loads(line) for line in (aside / "metrics.jsonl").read_text().splitlines()]
+    assert [(m["env_steps"], m["x"]) for m in old] == [(30, 30), (40, 40)]
+    assert sorted(read_tensorboard(aside / "tensorboard")) == [
+        ("x", 10, 10.0), ("x", 20, 20.0), ("x", 30, 30.0), ("x", 40, 40.0)
     ]  # fmt: skip
 
 

@@ -23,6 +23,7 @@ multi-process runs agree on when to stop, so they save the same final checkpoint
 from __future__ import annotations
 
 import difflib
+import glob
 import math
 import os
 import sys
@@ -206,8 +207,17 @@ class Run:
                     f"no checkpoint of {self.dir.path} restores ({len(self._skipped)} tried): "
                     f"{self._skipped[-1]}"
                 )
+            aside = sorted(glob.glob(os.path.join(self.dir.checkpoints, "*.corrupt*")))
+            if aside:  # an earlier resume found every checkpoint unreadable
+                names = [os.path.basename(a) for a in aside]
+                raise CheckpointError(
+                    f"no checkpoint of {self.dir.path} restores: each was unreadable and moved "
+                    f"aside ({names}); resuming would start it over. Start a new run (another "
+                    f"--run-name), or move a repaired checkpoint back"
+                )
             return None
         step, train_state, runtime_state, meta = found
+        self._check_against_checkpoint(step, meta)
         if meta.get("runtime") != self.runtime:
             raise ConfigError(
                 f"{self.dir.path} is a {meta.get('runtime')} run: resume it with "
@@ -223,6 +233,26 @@ class Run:
         self._elapsed_before = float(meta.get("elapsed", 0.0))
         self._restored = {"step": step, "env_steps": self.env_steps}
         return Restored(train_state, runtime_state, meta)
+
+    def _check_against_checkpoint(self, step: int, meta: dict[str, Any]) -> None:
+        """The checkpoint's own config, not the editable config.json, is what the resume
+        must match: a field that changes what is learned is refused; allowed changes are
+        what resumes.jsonl records."""
+        stored = meta.get("config")
+        if not isinstance(stored, dict):  # written before configs were stored with them
+            return
+        changes = changed_fields({k: v for k, v in stored.items() if k != "runtime"}, self.config)
+        allowed = type(self.config).MAY_CHANGE_ON_RESUME
+        refused = {k: v for k, v in changes.items() if k.split(".")[0] not in allowed}
+        if refused:
+            lines = "\n".join(f"  {k}: {old!r} -> {new!r}" for k, (old, new) in refused.items())
+            raise ConfigError(
+                f"cannot resume {self.dir.path}: these fields differ from the config its "
+                f"checkpoint {step} was trained with (an edited config.json, or flags) and "
+                f"change what is learned:\n{lines}\nresume with the checkpoint's values, or "
+                f"start a new run (another --run-name)"
+            )
+        self._changes = {**self._changes, **changes}
 
     def warm_start(self, spec: Any, train: Any) -> Any:
         """A fresh run's `train` state (a TrainState, or one per seed), with the params of

@@ -30,7 +30,9 @@ class MetricWriter:
       run_dir: where to write; None writes nothing (non-zero processes, no run dir).
       tensorboard: also write TensorBoard events (under `run_dir/tensorboard`; one
         subfolder per seed in multi-seed runs, so TensorBoard shows each seed as a run).
-      truncate_after: on resume, the restored env-step count: rows after it are dropped.
+      truncate_after: on resume, the restored env-step count: rows after it move to
+        `replaced/<time>/metrics.jsonl` (the resume trains those steps again), and the old
+        TensorBoard event files to `replaced/<time>/tensorboard/`: nothing is deleted.
       wandb: `dict(project=..., entity=..., mode=..., config=...)` to log to W&B too.
     """
 
@@ -50,20 +52,33 @@ class MetricWriter:
             return
         os.makedirs(run_dir.path, exist_ok=True)
         kept = None
+        # What a resume replaces is kept aside in replaced/<time>/, never deleted.
+        aside = os.path.join(run_dir.path, "replaced", time.strftime("%Y%m%d-%H%M%S"))
         if truncate_after is not None or os.path.exists(run_dir.metrics_file):
             # Rewriting also drops a line torn by a crash, which appending would corrupt.
             limit = math.inf if truncate_after is None else truncate_after
-            kept = [m for m in run_dir.read_metrics() if m["env_steps"] <= limit]
+            rows = run_dir.read_metrics()
+            kept = [m for m in rows if m["env_steps"] <= limit]
+            dropped = [m for m in rows if m["env_steps"] > limit]
+            if dropped:  # steps past the restored checkpoint, which the resume trains again
+                os.makedirs(aside, exist_ok=True)
+                with open(os.path.join(aside, "metrics.jsonl"), "a") as f:
+                    f.writelines(json.dumps(m) + "\n" for m in dropped)
             tmp = run_dir.metrics_file + ".tmp"
             with open(tmp, "w") as f:
                 f.writelines(json.dumps(m) + "\n" for m in kept)
             os.replace(tmp, run_dir.metrics_file)
         self._file = open(run_dir.metrics_file, "a")
         if tensorboard:
-            # Events are derived from metrics.jsonl: rebuilding them keeps each step once.
+            # Events are derived from metrics.jsonl: rebuilt, they hold each step once. The
+            # old event files move aside (they may hold rows metrics.jsonl lost).
             for old in glob.glob(os.path.join(run_dir.tensorboard, "**", "events.out.tfevents.*"),
                                  recursive=True):  # fmt: skip
-                os.remove(old)
+                target = os.path.join(
+                    aside, "tensorboard", os.path.relpath(old, run_dir.tensorboard)
+                )
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                os.replace(old, target)
             for row in kept or []:
                 self._write_tensorboard(row)
         if wandb is not None:
