@@ -147,6 +147,30 @@ def test_a_corrupt_newest_checkpoint_falls_back_to_the_previous(tmp_path, capsys
                  jax.device_get(resumed.state.train))  # fmt: skip
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("damage", ["truncated data", "garbled metadata"])
+def test_evaluating_an_unreadable_checkpoint_is_one_line(tmp_path, damage):
+    config = AnakinConfig(num_envs=8, rollout_length=4, updates_per_chunk=5, progress=False,
+                          total_env_steps=CHUNK, runs_root=str(tmp_path), run_name="u")  # fmt: skip
+    train(config)
+    checkpoint = tmp_path / "u" / "checkpoints" / "1"
+    if damage == "truncated data":  # Orbax then left its other reads to fail when collected
+        for root, _, files in os.walk(checkpoint / "train"):
+            for name in files:
+                if os.path.basename(root) == "d":
+                    os.truncate(os.path.join(root, name), 3)
+    else:
+        (checkpoint / "metadata" / "metadata").write_text("{garbage")
+    out = subprocess.run(
+        [sys.executable, "-m", "podracer.runs.tools.cli", "eval", str(tmp_path / "u"),
+         "--episodes", "2"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert out.returncode == 2 and len(lines) == 1, out.stderr[-3000:]
+    assert lines[0].startswith(f"podracer eval: error: {checkpoint}")
+
+
 @dataclasses.dataclass(frozen=True)
 class TinyConfig:
     """A registered toy agent's hyperparameters."""

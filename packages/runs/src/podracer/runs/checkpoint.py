@@ -23,9 +23,12 @@ wants it: a checkpoint saved from N devices restores onto M.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import importlib.metadata
 import logging
 import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -240,7 +243,8 @@ class Checkpointer:
                 runtime = _abstract(runtime)
             items["runtime"] = ocp.args.StandardRestore(runtime)
         try:
-            restored = self._manager.restore(step, args=ocp.args.Composite(**items))
+            with _quiet_orbax_coroutines():
+                restored = self._manager.restore(step, args=ocp.args.Composite(**items))
         except Exception as e:  # noqa: BLE001 - reported with the path
             # Orbax's word for a readable checkpoint of another structure.
             kind = CheckpointMismatch if "structures do not match" in str(e) else CheckpointError
@@ -261,9 +265,10 @@ class Checkpointer:
                 lambda m: jax.ShapeDtypeStruct(m.shape, m.dtype, sharding=device),
                 tree, is_leaf=lambda m: hasattr(m, "shape") and hasattr(m, "dtype"),
             )  # fmt: skip
-            restored = self._manager.restore(
-                step, args=ocp.args.Composite(train=ocp.args.StandardRestore(target))
-            )
+            with _quiet_orbax_coroutines():
+                restored = self._manager.restore(
+                    step, args=ocp.args.Composite(train=ocp.args.StandardRestore(target))
+                )
         except Exception as e:  # noqa: BLE001 - reported with the path
             raise CheckpointError(f"{self.path(step)}: {_first_line(e)}") from e
         return restored.train, meta
@@ -322,4 +327,27 @@ class Checkpointer:
 
 def _first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0][:300]}" if text else type(error).__name__
+    if not text:
+        return type(error).__name__
+    line = text[0].split(" See full TensorStore details")[0]  # then a spec of many lines
+    return f"{type(error).__name__}: {line[:300]}"
+
+
+@contextlib.contextmanager
+def _quiet_orbax_coroutines():
+    """A failed Orbax restore leaves its other reads' coroutines to fail when collected,
+    each printing "Exception ignored in <coroutine ...>" with a traceback after the one
+    line that reports the error. Collect them here, their errors unprinted."""
+    previous = sys.unraisablehook
+
+    def hook(unraisable) -> None:
+        code = getattr(unraisable.object, "cr_code", None)
+        if code is None or "orbax" not in code.co_filename:
+            previous(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        gc.collect()
+        sys.unraisablehook = previous

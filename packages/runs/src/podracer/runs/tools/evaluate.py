@@ -146,12 +146,14 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1")
     from podracer.agents.validation import ConfigError
+    from podracer.runs.checkpoint import CheckpointError
 
     try:
         r = evaluate(args.source, args.env, args.episodes, not args.sampled, args.max_steps,
                      args.seed, args.video, args.runs_root)  # fmt: skip
-    except ConfigError as e:
-        print(f"podracer eval: error: {e}", file=sys.stderr)
+    except (ConfigError, CheckpointError) as e:
+        message = str(e).removeprefix("podracer eval: ")
+        print(f"podracer eval: error: {message}", file=sys.stderr)
         return 2
     print(
         f"{r['source']} on {r['env']}: {r['episodes']} {r['policy']} episodes, return "
