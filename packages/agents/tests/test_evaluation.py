@@ -63,3 +63,7 @@ def test_host_episodes_match_the_device_ones_in_shape_and_rules(agent_and_params
     played = host_episodes(agent, env, params, max_steps=100, record=2)
     assert played.lengths.tolist() == [9] * 6 and set(played.returns.tolist()) <= {-1.0, 1.0}
     assert played.observations.shape == (10, 2, 10, 5) and played.done[9].all()
+    # As on device: the last observation shown is the finished episode's (the ball at the
+    # bottom, none in the top row), not the next one's first, which the env's same-step
+    # reset returns (its ball in the top row).
+    assert played.observations[9, :, 0].sum() == 0 and played.observations[0, :, 0].sum() == 2

@@ -32,6 +32,17 @@ from podracer.envs import env_family
         ("envpool:Hopper-v4", "mujoco"),
         ("envpool:Ant-v5", "mujoco"),  # a -v5 that is not an Atari game
         ("envpool:Walker2d-v3", "mujoco"),
+        ("gymnasium:CartPole-v1", "classic"),
+        ("gymnasium:Acrobot-v1", "classic"),
+        ("gymnasium:Pendulum-v1", "control"),
+        ("gymnasium:MountainCarContinuous-v0", "control"),
+        ("gymnasium:HalfCheetah-v5", "mujoco"),
+        ("gymnasium:my_pkg.envs:Hopper-v5", "mujoco"),  # module:id
+        ("gymnasium:phys2d/CartPole-v1", "classic"),  # as envpool's phys2d tasks
+        ("gymnasium:ale_py:ALE/Pong-v5", "other"),  # raw frames: no atari preset
+        ("gymnasium:LunarLander-v3", "other"),
+        ("craftax:Craftax-Symbolic-v1", "other"),
+        ("jumanji:Snake-v1", "other"),
         ("brax:ant", "brax"),
         ("brax:inverted_pendulum", "brax"),
         ("envpool:LunarLander-v3", "other"),

@@ -65,7 +65,7 @@ def test_missing_extras_name_the_extra_in_one_line(monkeypatch):
     import importlib.util
 
     find_spec = importlib.util.find_spec
-    missing = {"gymnax", "envpool", "brax"}
+    missing = {"gymnax", "envpool", "brax", "gymnasium", "craftax", "jumanji"}
     monkeypatch.setattr(
         importlib.util,
         "find_spec",
@@ -76,6 +76,10 @@ def test_missing_extras_name_the_extra_in_one_line(monkeypatch):
         (lambda: make("gymnax:CartPole-v1"), "gymnax"),
         (lambda: make_host("envpool:Pong-v5", num_envs=2), "envpool"),
         (lambda: make("brax:ant"), "brax"),
+        (lambda: make_host("gymnasium:CartPole-v1", num_envs=2), "gymnasium"),
+        (lambda: make("craftax:Craftax-Symbolic-v1"), "craftax"),
+        (lambda: make_host("craftax:Craftax-Symbolic-v1", num_envs=2), "craftax"),
+        (lambda: make("jumanji:Snake-v1"), "jumanji"),
     ]:
         with pytest.raises(ImportError) as info:
             call()

@@ -210,7 +210,13 @@ def host_episodes(
         returns[newly] = np.asarray(ts.episode_return)[newly]
         lengths[newly] = np.asarray(ts.episode_length)[newly]
         if record and not finished[:record].all():
-            frames.append(np.asarray(ts.observation)[:record])
+            # At an episode's end, its last observation: envs that reset within the step
+            # (gymnasium's, `as_host_env`'s) already show the next episode's first.
+            shown = np.asarray(ts.observation)[:record]
+            if ts.final_observation is not None and ts.final_observation is not ts.observation:
+                last = np.asarray(ts.final_observation)[:record]
+                shown = np.where(_expand(end[:record], shown), last, shown)
+            frames.append(shown)
             dones.append(newly[:record])
         finished |= newly
         if finished.all():

@@ -4,12 +4,14 @@
     env_family("envpool:Pong-v5") == "atari"
 
 Families: "catch" (this package's Catch); "minatar" (gymnax `*-MinAtar`); "classic"
-(discrete classic control: CartPole, Acrobot, MountainCar, from gymnax or envpool, and
-gymnax's other small bsuite/misc tasks); "control" (continuous classic control:
-Pendulum, MountainCarContinuous, from gymnax or envpool, and gymnax's continuous misc
-tasks PointRobot, Reacher, Swimmer); "atari" (envpool's ALE games,
-`*-v5`); "mujoco" (envpool's gym MuJoCo tasks: Ant, HalfCheetah, Hopper, ...); "brax";
-"other" for any name outside these (no family preset applies).
+(discrete classic control: CartPole, Acrobot, MountainCar, from gymnax, envpool or
+gymnasium, and gymnax's other small bsuite/misc tasks); "control" (continuous classic
+control: Pendulum, MountainCarContinuous, from gymnax, envpool or gymnasium, and gymnax's
+continuous misc tasks PointRobot, Reacher, Swimmer); "atari" (envpool's ALE games,
+`*-v5`); "mujoco" (the gym MuJoCo tasks: Ant, HalfCheetah, Hopper, ..., from envpool or
+gymnasium); "brax"; "other" for any name outside these (no family preset applies), among
+them gymnasium's ALE ids (raw frames, not envpool's preprocessed stacks the atari presets
+expect), Craftax and Jumanji.
 """
 
 from __future__ import annotations
@@ -41,6 +43,13 @@ def env_family(name: str) -> str:
     source, _, task = name.rpartition(":")
     if name == "catch":
         return "catch"
+    if name.startswith("gymnasium:"):  # "gymnasium:<id>" or "gymnasium:<module>:<id>"
+        base = task_base(task.removeprefix("phys2d/"))
+        if base in _CLASSIC:
+            return "classic"
+        if base in _CONTROL:
+            return "control"
+        return "mujoco" if base in _MUJOCO and "/" not in task else "other"
     if source == "brax":
         return "brax"
     if source == "gymnax":

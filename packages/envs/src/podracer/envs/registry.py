@@ -1,9 +1,14 @@
 """Environments by name: `make("catch")`, `make("gymnax:CartPole-v1")`, `make("brax:ant")`,
-`make_host("envpool:Pong-v5", num_envs=64)`, `make_host("catch", num_envs=8)`.
+`make("craftax:Craftax-Symbolic-v1")`, `make("jumanji:Snake-v1")`,
+`make_host("envpool:Pong-v5", num_envs=64)`, `make_host("gymnasium:CartPole-v1", 8)`,
+`make_host("catch", num_envs=8)`.
 
 Built-in names are `<source>:<task>` (or "catch"). `make` builds a pure-JAX `JaxEnv`
-(Anakin), `make_host` a batched `HostEnv` (Sebulba): envpool's C++ pools, or any `make`
-name run by `as_host_env`.
+(Anakin): gymnax, brax, craftax (`CRAFTAX_ENVS`), jumanji (its registered ids). `make_host`
+builds a batched `HostEnv` (Sebulba): envpool's C++ pools, a gymnasium vector env of any
+id in gymnasium's registry (`gymnasium:<module>:<id>` imports the module that registers
+it first), or any `make` name run by `as_host_env`. envpool and gymnasium names are host
+only: `make` refuses them, naming the JaxEnv of the same task where there is one.
 
 Your own environments are found the same way, named one of three ways:
 
@@ -41,8 +46,20 @@ from podracer.envs.types import JaxEnv
 _GYMNAX = "gymnax:"
 _ENVPOOL = "envpool:"
 _BRAX = "brax:"
+_GYMNASIUM = "gymnasium:"
+_CRAFTAX = "craftax:"
+_JUMANJI = "jumanji:"
 _OWN_JAX_ENVS = ("catch",)
-_EXTRAS = {_GYMNAX: "gymnax", _ENVPOOL: "envpool", _BRAX: "brax"}
+_EXTRAS = {
+    _GYMNAX: "gymnax",
+    _ENVPOOL: "envpool",
+    _BRAX: "brax",
+    _GYMNASIUM: "gymnasium",
+    _CRAFTAX: "craftax",
+    _JUMANJI: "jumanji",
+}
+_JAX_SOURCES = (_GYMNAX, _BRAX, _CRAFTAX, _JUMANJI)  # `make` names, also run by make_host
+_HOST_SOURCES = (_ENVPOOL, _GYMNASIUM)  # `make_host` names only
 
 # envpool tasks that exist as a JaxEnv too, suggested when `make` is given the envpool one:
 # classic control in gymnax, and brax's versions of the gym MuJoCo tasks.
@@ -104,6 +121,34 @@ def _brax_names() -> list[str]:
     return [_BRAX + n for n in BRAX_ENVS]
 
 
+def _gymnasium_names() -> list[str]:
+    """Every id in gymnasium's registry (none is built to list it; `make_host` refuses one
+    whose spaces it does not support, in one line)."""
+    if not _installed("gymnasium"):
+        return []
+    import gymnasium
+
+    return [_GYMNASIUM + n for n in gymnasium.registry]
+
+
+def _craftax_names() -> list[str]:
+    if not _installed("craftax"):
+        return []
+    from podracer.envs.craftax_env import CRAFTAX_ENVS  # no craftax import: the list is ours
+
+    return [_CRAFTAX + n for n in CRAFTAX_ENVS]
+
+
+def _jumanji_names() -> list[str]:
+    """jumanji's registered ids (none is built to list it: `make` refuses the action specs
+    it does not support, in one line)."""
+    if not _installed("jumanji"):
+        return []
+    import jumanji
+
+    return [_JUMANJI + n for n in sorted(jumanji.registered_environments())]
+
+
 def _envpool_tasks() -> list[str]:
     if not _installed("envpool"):
         return []
@@ -150,7 +195,7 @@ def _envpool_names() -> tuple[str, ...]:
 
 
 ENTRY_POINT_GROUP = "podracer.envs"
-_SOURCES = (_GYMNAX, _ENVPOOL, _BRAX)
+_SOURCES = (*_JAX_SOURCES, *_HOST_SOURCES)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -347,21 +392,25 @@ def is_jax_env(name: str) -> bool:
     entry = _user_entry(name)
     if entry is not None:
         return _entry_kind(entry, entry.load()) == "jax"
-    return name == "catch" or name.startswith((_GYMNAX, _BRAX))
+    return name == "catch" or name.startswith(_JAX_SOURCES)
 
 
 def list_envs(kind: str = "all") -> list[str]:
     """Names `make` ("jax") or `make_host` ("host") accepts; "all" is both. Extras installed only.
 
     Continuous-action envs are included. Listing envpool names ("host", "all") builds
-    envpool's task specs once per process (about a second).
+    envpool's task specs once per process (about a second); gymnasium's and jumanji's
+    names are their registries' ids, listed without building them.
     """
     if kind not in ("all", "jax", "host"):
         raise ValueError(f"kind must be 'all', 'jax' or 'host', got {kind!r}")
-    names = [*_OWN_JAX_ENVS, *_gymnax_names(), *_brax_names()]
+    names = [*_OWN_JAX_ENVS, *_gymnax_names(), *_brax_names(), *_craftax_names(),
+             *_jumanji_names()]  # fmt: skip
     # The user's envs by name (their factories are not imported to tell jax from host).
     own = sorted(registered_envs())
-    return [*names, *own] if kind == "jax" else [*names, *_envpool_names(), *own]
+    if kind == "jax":
+        return [*names, *own]
+    return [*names, *_envpool_names(), *_gymnasium_names(), *own]
 
 
 def _close_matches(name: str, names: list[str]) -> list[str]:
@@ -383,21 +432,25 @@ def _unknown(name: str, names: list[str], what: str = "environment") -> ValueErr
 
 
 def _host_only(name: str) -> ValueError:
-    twin = _jax_twin(name[len(_ENVPOOL) :])
+    source, _, task = name.partition(":")
+    twin = _jax_twin(task.rpartition(":")[2])  # gymnasium's "module:id" -> id
     also = f"; the same task as a JaxEnv: make({twin!r})" if twin else ""
     return ValueError(
-        f"{name!r} is a host environment (envpool, stepped on the CPU), not a JaxEnv: "
+        f"{name!r} is a host environment ({source}, stepped on the CPU), not a JaxEnv: "
         f"run it with Sebulba or podracer.envs.make_host({name!r}, num_envs=...){also}"
     )
 
 
 def make(name: str, **kwargs: Any) -> JaxEnv:
-    """A pure-JAX environment by name: "catch", "gymnax:<id>", "brax:<name>", a registered
-    name or "module:attr" (see the module's docstring).
+    """A pure-JAX environment by name: "catch", "gymnax:<id>", "brax:<name>",
+    "craftax:<name>", "jumanji:<id>", a registered name or "module:attr" (see the
+    module's docstring).
 
     `kwargs` go to `Catch(...)`, to `make_gymnax` (gymnax params such as
-    `max_steps_in_episode`, and `env_kwargs` for the gymnax constructor) or to
-    `make_brax` (`max_episode_steps`, and brax constructor arguments such as `backend`).
+    `max_steps_in_episode`, and `env_kwargs` for the gymnax constructor), to
+    `make_brax` (`max_episode_steps`, and brax constructor arguments such as `backend`),
+    to `make_craftax` (craftax params such as `max_timesteps`) or to `make_jumanji` (the
+    jumanji env's constructor arguments, e.g. `time_limit`).
     """
     if name == "catch":
         from podracer.envs.catch import Catch
@@ -406,7 +459,7 @@ def make(name: str, **kwargs: Any) -> JaxEnv:
     entry = _user_entry(name)
     if entry is not None:
         return _build_user_jax(entry, kwargs)
-    if name.startswith(_ENVPOOL):
+    if name.startswith(_HOST_SOURCES):
         raise _host_only(name)
     if name.startswith(_GYMNAX):
         _require(_GYMNAX, name)
@@ -420,17 +473,33 @@ def make(name: str, **kwargs: Any) -> JaxEnv:
         from podracer.envs.brax_env import make_brax
 
         return make_brax(name[len(_BRAX) :], **kwargs)
+    if name.startswith(_CRAFTAX):
+        _require(_CRAFTAX, name)
+        from podracer.envs.craftax_env import make_craftax
+
+        if name not in _craftax_names():
+            raise _unknown(name, _craftax_names(), "craftax environment")
+        return make_craftax(name[len(_CRAFTAX) :], **kwargs)
+    if name.startswith(_JUMANJI):
+        _require(_JUMANJI, name)
+        from podracer.envs.jumanji_env import make_jumanji
+
+        if name not in _jumanji_names():
+            raise _unknown(name, _jumanji_names(), "jumanji environment")
+        return make_jumanji(name[len(_JUMANJI) :], **kwargs)
     raise _unknown(name, list_envs("jax"))
 
 
 def make_host(
     name: str, num_envs: int, batch_size: int | None = None, seed: int = 0, **kwargs: Any
 ) -> HostEnv:
-    """A batched host environment by name: "envpool:<task>", any `make` name, or one of
-    your own host envs (registered, an entry point, or "module:attr").
+    """A batched host environment by name: "envpool:<task>", "gymnasium:<id>", any `make`
+    name, or one of your own host envs (registered, an entry point, or "module:attr").
 
     `kwargs` go to `make_envpool` (e.g. `max_episode_steps`, `atari=AtariOptions(...)`,
-    `episodic_life=True`) or to `make` (a JaxEnv, then run by `as_host_env`).
+    `episodic_life=True`), to `make_gymnasium` (`vectorization_mode="async"` or "sync",
+    `max_episode_steps`, the env constructor's arguments) or to `make` (a JaxEnv, then
+    run by `as_host_env`).
     """
     batch_size = check_sizes(num_envs, batch_size)
     entry = _user_entry(name)
@@ -443,7 +512,12 @@ def make_host(
         if name[len(_ENVPOOL) :] not in _envpool_tasks():
             raise _unknown(name, list(_envpool_names()))
         return make_envpool(name[len(_ENVPOOL) :], num_envs, batch_size, seed, **kwargs)
-    if name in _OWN_JAX_ENVS or name.startswith((_GYMNAX, _BRAX)):
+    if name.startswith(_GYMNASIUM):
+        _require(_GYMNASIUM, name)
+        from podracer.envs.gymnasium_env import make_gymnasium
+
+        return make_gymnasium(name[len(_GYMNASIUM) :], num_envs, batch_size, seed, **kwargs)
+    if name in _OWN_JAX_ENVS or name.startswith(_JAX_SOURCES):
         from podracer.envs.host import as_host_env
 
         return as_host_env(make(name, **kwargs), num_envs, seed=seed, batch_size=batch_size)
