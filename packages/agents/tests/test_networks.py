@@ -37,6 +37,10 @@ def test_auto_torso_picks_the_cnn_for_frames_only():
     assert resolve_torso("auto", EnvSpec("b", (4, 84, 84), "float32", 6)) == "mlp"
     assert resolve_torso("auto", EnvSpec("c", (10, 5), "float32", 3)) == "mlp"
     assert resolve_torso("impala_resnet", EnvSpec("c", (10, 5), "float32", 3)) == "impala_resnet"
+    # The frame size is read where the image keeps it: [C, H, W] or [H, W, C] (Craftax).
+    assert resolve_torso("nature_cnn", EnvSpec("d", (130, 110, 3), "float32", 43)) == "nature_cnn"
+    with pytest.raises(ValueError, match="at least 36x36"):
+        resolve_torso("nature_cnn", EnvSpec("e", (10, 10, 4), "float32", 3))
     with pytest.raises(ValueError, match="torso"):
         resolve_torso("bogus", EnvSpec("c", (10, 5), "float32", 3))
 

@@ -224,10 +224,18 @@ def channels_first(shape: Sequence[int]) -> bool:
     return shape[0] < shape[-1]
 
 
+def image_size(shape: Sequence[int]) -> tuple[int, int]:
+    """(H, W) of an image observation `[C, H, W]`, `[H, W, C]` or `[H, W]`."""
+    if len(shape) == 3:
+        return tuple(shape[1:]) if channels_first(shape) else tuple(shape[:2])
+    return tuple(shape)
+
+
 def resolve_torso(kind: str, spec: EnvSpec, owner: str = "config") -> str:
     """The torso for `spec`'s observations; `auto` picks the Nature CNN for frames (uint8
-    with 3 dims) and an MLP otherwise. A convolutional torso on observations it cannot
-    read fails naming `owner.torso` (before anything compiles)."""
+    with 3 dims) and an MLP otherwise (float images, e.g. Craftax's pixels, choose a CNN
+    by name). A convolutional torso on observations it cannot read fails naming
+    `owner.torso` (before anything compiles)."""
     if kind not in TORSOS:
         raise ConfigError(f"{owner}.torso must be one of {TORSOS}, got {kind!r}")
     shape = tuple(spec.observation_shape)
@@ -240,7 +248,7 @@ def resolve_torso(kind: str, spec: EnvSpec, owner: str = "config") -> str:
                 f"{owner}.torso={kind!r} needs image observations ([C, H, W] or [H, W]); "
                 f"{spec.name} observes shape {shape}: use 'mlp' or 'auto'"
             )
-        if kind == "nature_cnn" and min(shape[-2:]) < _NATURE_CNN_MIN_SIZE:
+        if kind == "nature_cnn" and min(image_size(shape)) < _NATURE_CNN_MIN_SIZE:
             raise ConfigError(
                 f"{owner}.torso='nature_cnn' needs frames of at least {_NATURE_CNN_MIN_SIZE}x"
                 f"{_NATURE_CNN_MIN_SIZE} (its 8/4, 4/2, 3/1 convolutions); {spec.name} "
