@@ -251,8 +251,13 @@ def test_summary_by_hand(tmp_path):
     r0 = [10, 20, 50, 60, 70, 80, 90, 90, 90, 100]
     r1 = [0, 10, 20, 40, 55, 60, 60, 70, 80, 80]
     r2 = [float("nan"), 0, 0, 10, 10, 10, 20, 20, 30, 40]
-    for seed, (returns, sps) in enumerate(((r0, 100.0), (r1, 200.0), (r2, 300.0))):
-        write_run(tmp_path, f"s{seed}", make_rows(steps, returns, sps=sps), seed=seed)
+    # Wall seconds steps / 10 (seeds 0, 1) and / 40 (seed 2); charts/SPS is the rate since
+    # the previous row, so the first row's (the compile's) is low: SPS after compile is
+    # the rate from the first row to the last, (1000 - 100) / (100 - 10) = 10 and 40.
+    for seed, (returns, per) in enumerate(((r0, 10), (r1, 10), (r2, 40))):
+        elapsed = [s / per for s in steps]
+        rows = make_rows(steps, returns, elapsed, sps=1.0)
+        write_run(tmp_path, f"s{seed}", rows, seed=seed)
     [group] = records.group_runs(records.load_runs([tmp_path]))
     s = agg.summarize(group, target=50.0, final_fraction=0.2, reps=500)
     # Last 20% of steps 100..1000: steps >= 820, i.e. 900 and 1000.
@@ -264,7 +269,7 @@ def test_summary_by_hand(tmp_path):
     assert s.reached == 2
     assert s.steps_to_target == 400.0  # mean of 300 and 500
     assert s.seconds_to_target == 40.0
-    assert s.sps == 200.0
+    assert s.sps == pytest.approx(20.0)  # mean of 10, 10 and 40
     assert agg.summarize(group).target is None
     table = agg.format_table([s])
     caption, header, row = table.splitlines()

@@ -19,6 +19,7 @@ from podracer.agents import QLambdaConfig
 from podracer.agents.validation import ConfigError
 from podracer.runs import CheckpointError
 from podracer.runs import RunConfig
+from podracer.runs import RunResult
 from podracer.runs import final_return
 from podracer.runs import to_jsonable
 
@@ -169,6 +170,7 @@ import os, signal, sys, threading, time
 sys.path.insert(0, sys.argv[1])
 from conftest import toy_train
 from podracer.runs import RunConfig
+from podracer.runs import RunResult
 root, signals, pause = sys.argv[2], sys.argv[3].split(","), float(sys.argv[4])
 def send():
     while not os.path.exists(os.path.join(root, "toy", "metrics.jsonl")):
@@ -240,6 +242,7 @@ def test_a_runs_root_that_cannot_hold_a_run_is_one_line(tmp_path, toy_train):
 _RACER = """
 import sys
 from podracer.runs import RunConfig
+from podracer.runs import RunResult
 from podracer.runs.cli import run_cli
 sys.path.insert(0, {tests!r})
 from conftest import toy_train
@@ -261,3 +264,13 @@ def test_two_processes_started_at_once_on_one_name_never_mix(tmp_path):
     refused = next(err for code, err in results if code == 2)
     assert "in use by pid" in refused or "names an existing run" in refused, refused
     assert steps_logged(tmp_path / "raced") == list(range(10, 410, 10))
+
+
+def test_the_final_return_is_the_plot_s_each_seed_s_last_tenth_then_the_mean():
+    # Seed 0 ends 10, 20, ..., 100 over steps 100..1000; seed 1 ends at 0.
+    history = [{"env_steps": s, "seed": k, "charts/episodic_return": float(s / 10 * (1 - k))}
+               for s in range(100, 1001, 100) for k in (0, 1)]  # fmt: skip
+    result = RunResult(None, history, 1000, 10, 1.0, 0.0, False, "")
+    # The last 10% of steps 100..1000 is >= 910: only step 1000 (100 and 0).
+    assert final_return(result) == 50.0
+    assert final_return(result, last=2) == (95.0 + 0.0) / 2

@@ -146,7 +146,9 @@ def _run_cli(config_cls: type, train: Callable[[Any], Any], argv: list[str] | No
     from podracer.runs.checkpoint import CheckpointError
     from podracer.runs.distributed import is_main_process
     from podracer.runs.distributed import shutdown_distributed
+    from podracer.runs.run import FINAL_FRACTION
     from podracer.runs.run import final_return
+    from podracer.runs.tools.aggregate import format_number
 
     if config.progress:
         print(f"{runtime}: {source}", file=sys.stderr, flush=True)
@@ -162,10 +164,13 @@ def _run_cli(config_cls: type, train: Callable[[Any], Any], argv: list[str] | No
         shutdown_distributed()  # after the final checkpoint, which train() wrote
     if main_process:
         ret = final_return(result)
+        seeds = len({row.get("seed") for row in result.history}) or 1
+        over = f", mean of {seeds} seeds" if seeds > 1 else ""
         print(
             f"{runtime}: {config.agent} on {config.env}"
             f"{' (interrupted)' if result.interrupted else ''}: {result.env_steps:,} env steps, "
             f"{result.sps:,.0f} SPS after {result.compile_seconds:.1f}s compile, final return "
-            f"{'n/a' if math.isnan(ret) else f'{ret:.3g}'}; run {result.run_dir}"
+            f"{'n/a' if math.isnan(ret) else format_number(ret)} (last {FINAL_FRACTION:.0%} of "
+            f"steps{over}); run {result.run_dir}"
         )
     return 0

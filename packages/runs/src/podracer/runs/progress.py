@@ -65,7 +65,8 @@ class Progress:
             else f"{episodic_return:7.2f}"
         )  # fmt: skip
         line = (
-            f"{self.prefix}[{bar}] {steps:>11,}/{self.total:,} steps | {sps:>10,.0f} SPS | "
+            f"{self.prefix}[{bar}] {steps:>11,}/{self.total:,} steps | "
+            f"{'compiling' if not math.isfinite(sps) else f'{sps:,.0f}':>10} SPS | "
             f"return {ret} | {_duration(now - self.start)} elapsed, ETA {_duration(eta)}"
         )
         if self.tty and steps < self.total:

@@ -73,17 +73,36 @@ class RunResult(NamedTuple):
     run_dir: str  # the run directory
 
 
-def final_return(result: RunResult, last: int = 3) -> float:
-    """Mean training return over the last `last` logged rows that saw an episode end
-    (in a multi-seed run: per seed, then the mean over seeds)."""
-    by_seed: dict[Any, list[float]] = {}
-    for row in result.history:
+FINAL_FRACTION = 0.1  # "final return": each seed's mean over its last 10% of env steps
+
+
+def final_return(
+    result: RunResult, fraction: float = FINAL_FRACTION, last: int | None = None
+) -> float:
+    """The run's final training return as `podracer plot` defines it: each seed's mean
+    return over the rows of its last `fraction` of env steps that saw an episode end,
+    then the mean over seeds. `last=k` takes each seed's last k such rows instead (the
+    learning tests' bar)."""
+    return history_return(result.history, fraction, last)
+
+
+def history_return(
+    history: list[dict[str, Any]], fraction: float = FINAL_FRACTION, last: int | None = None
+) -> float:
+    """`final_return` of the rows logged so far (the progress line's return)."""
+    from podracer.runs.tools.aggregate import final_value
+
+    by_seed: dict[Any, list[tuple[int, float]]] = {}
+    for row in history:
         value = row.get("charts/episodic_return", math.nan)
         if row.get("charts/episodes", 1) > 0 and math.isfinite(value):
-            by_seed.setdefault(row.get("seed"), []).append(value)
+            by_seed.setdefault(row.get("seed"), []).append((row["env_steps"], value))
     if not by_seed:
         return math.nan
-    return float(np.mean([np.mean(values[-last:]) for values in by_seed.values()]))
+    if last is not None:
+        return float(np.mean([np.mean([v for _, v in rows[-last:]]) for rows in by_seed.values()]))
+    finals = [final_value(*np.asarray(rows, np.float64).T, fraction) for rows in by_seed.values()]
+    return float(np.mean(finals))
 
 
 def _crossed(interval: int, before: int, after: int) -> bool:
@@ -136,6 +155,7 @@ class Run:
         self._end = 0.0
         self._log_mark: tuple[float, int] | None = None  # (time, env steps) of the last row
         self._recent_return = math.nan
+        self._return_time = -math.inf  # when the progress line's return was last computed
         self._lock: RunLock | None = None  # the run directory's, on process 0
 
     # -- opening: every check before anything is built or written --------------------
@@ -409,12 +429,21 @@ class Run:
             self.history.append(entry)
             if self._on_row is not None and self.is_writer:
                 self._on_row(dict(entry))
-        returns = [r.get("charts/episodic_return", math.nan) for r in rows]
-        returns = [x for x in returns if math.isfinite(x)]
-        if returns:
-            self._recent_return = float(np.mean(returns))
         if self._progress is not None:
-            self._progress.update(self.env_steps, rows[0]["charts/SPS"], self._recent_return)
+            # The summary's final return, of the rows so far (the two agree at the end);
+            # once a second at most, as it reads the history.
+            if self._last or now - self._return_time >= 1.0:
+                self._recent_return, self._return_time = history_return(self.history), now
+            self._progress.update(self.env_steps, self.sps_after_compile(), self._recent_return)
+
+    def sps_after_compile(self) -> float:
+        """Env steps per second after the first loop step (which compiles), this session:
+        what the progress line, the summary and `podracer plot` call SPS (NaN until the
+        second step). metrics.jsonl's `charts/SPS` is the rate since the previous row."""
+        if self._first_step is None or self.env_steps <= self._first_step[1]:
+            return math.nan
+        first_end, first_steps = self._first_step
+        return (self.env_steps - first_steps) / max(time.perf_counter() - first_end, 1e-9)
 
     def _restored_env_steps(self) -> int:
         return self._restored["env_steps"] if self._restored else 0

@@ -241,6 +241,10 @@ def group_curve(
 # --- Summaries -----------------------------------------------------------------------
 
 
+# A bootstrap CI over 2-4 seeds resamples so few values that it is close to their range.
+FEW_SEEDS = "CIs over fewer than 5 seeds are little more than the seeds' range"
+
+
 def final_value(steps: np.ndarray, values: np.ndarray, fraction: float = 0.1) -> float:
     """Mean of the values logged in the last `fraction` of a seed's env steps.
 
@@ -266,7 +270,14 @@ def first_reaching(
     return float(steps[hits[0]]), float(seconds[hits[0]])
 
 
-def _mean_sps(run: SeedRun) -> float:
+def _sps_after_compile(run: SeedRun) -> float:
+    """Env steps per second from the first logged row (the first loop step, which
+    compiles) to the last: what the command lines' summary calls SPS. One row: its own
+    charts/SPS."""
+    points = [(number(r.get(STEPS)), number(r.get(ELAPSED))) for r in run.rows]
+    points = sorted((s, t) for s, t in points if s is not None and t is not None)
+    if len(points) > 1 and points[-1][1] > points[0][1]:
+        return (points[-1][0] - points[0][0]) / (points[-1][1] - points[0][1])
     sps = [number(r.get(SPS)) for r in run.rows]
     sps = [s for s in sps if s is not None and math.isfinite(s)]
     return float(np.mean(sps)) if sps else math.nan
@@ -303,7 +314,7 @@ def summarize(
         mean = iqm_ = math.nan
         mean_ci = iqm_ci = nan2
     to_target = np.mean(np.array(hits), axis=0) if hits else nan2
-    sps = [s for s in (_mean_sps(run) for run in group.seeds) if math.isfinite(s)]
+    sps = [s for s in (_sps_after_compile(run) for run in group.seeds) if math.isfinite(s)]
     return Summary(
         label=group.label,
         metric=metric,
@@ -366,14 +377,19 @@ def write_csv(summaries: Sequence[Summary], path: str | os.PathLike) -> str:
     return path
 
 
-def _num(value: float, digits: int = 4) -> str:
-    return "-" if not math.isfinite(value) else f"{value:.{digits}g}"
+def format_number(value: float, digits: int = 4) -> str:
+    """Thousands separated, never an exponent: 1,975.3, 0.8713, 84.8."""
+    if not math.isfinite(value):
+        return "-"
+    if abs(value) >= 100:
+        return f"{value:,.1f}"
+    return f"{value:.{digits}g}" if abs(value) >= 1e-3 else f"{value:.2e}"
 
 
 def _with_ci(point: float, ci: tuple[float, float]) -> str:
     if not math.isfinite(ci[0]):
-        return _num(point)
-    return f"{_num(point)} [{_num(ci[0])}, {_num(ci[1])}]"
+        return format_number(point)
+    return f"{format_number(point)} [{format_number(ci[0])}, {format_number(ci[1])}]"
 
 
 def format_table(summaries: Sequence[Summary]) -> str:
@@ -383,8 +399,10 @@ def format_table(summaries: Sequence[Summary]) -> str:
     first = summaries[0]
     caption = (
         f"{first.metric}, final = each seed's mean over its last "
-        f"{first.final_fraction:.0%} of env steps"
+        f"{first.final_fraction:.0%} of env steps; SPS after compile"
     )
+    if any(1 < s.num_seeds < 5 for s in summaries):
+        caption += f"; {FEW_SEEDS}"
     header = ["group", "seeds", "final mean [95% CI]", "final IQM [95% CI]"]
     target = next((s.target for s in summaries if s.target is not None), None)
     if target is not None:
@@ -395,9 +413,9 @@ def format_table(summaries: Sequence[Summary]) -> str:
         row = [s.label, str(s.num_seeds), _with_ci(s.final_mean, s.final_mean_ci)]
         row.append(_with_ci(s.final_iqm, s.final_iqm_ci))
         if target is not None:
-            steps = "-" if not s.reached else f"{s.steps_to_target:.0f}"
-            row += [f"{steps} ({s.reached}/{s.num_seeds})", _num(s.seconds_to_target, 3)]
-        row.append("-" if not math.isfinite(s.sps) else f"{s.sps:.0f}")
+            steps = "-" if not s.reached else f"{s.steps_to_target:,.0f}"
+            row += [f"{steps} ({s.reached}/{s.num_seeds})", format_number(s.seconds_to_target, 3)]
+        row.append("-" if not math.isfinite(s.sps) else f"{s.sps:,.0f}")
         rows.append(row)
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]

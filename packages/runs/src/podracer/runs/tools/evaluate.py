@@ -155,10 +155,12 @@ def main(argv: list[str] | None = None) -> int:
         message = str(e).removeprefix("podracer eval: ")
         print(f"podracer eval: error: {message}", file=sys.stderr)
         return 2
+    from podracer.runs.tools.aggregate import format_number as num
+
     print(
         f"{r['source']} on {r['env']}: {r['episodes']} {r['policy']} episodes, return "
-        f"{r['mean']:.4g} +- {r['std']:.3g} (min {r['min']:.4g}, max {r['max']:.4g}), "
-        f"length {r['length_mean']:.1f}"
+        f"{num(r['mean'])} +- {num(r['std'])} (min {num(r['min'])}, max {num(r['max'])}), "
+        f"length {r['length_mean']:,.1f}"
         + (f"; video {r['video']}" if "video" in r else "")
         + ("" if math.isfinite(r["mean"]) else " (no finite return)")
     )

@@ -35,6 +35,7 @@ from .records import load_runs
 
 FIGSIZE = (12.0, 4.5)  # inches; at DPI a 1200 x 450 pixel PNG
 DPI = 100
+MARKERS_BELOW = 30  # curves of at most this many points mark each one
 X_LABELS = {STEPS: "env steps", ELAPSED: "wall time (s)"}
 SUMMARY_FILE = "summary.csv"
 
@@ -88,7 +89,10 @@ def plot_metric(
                 curve.point,
                 color=color,
                 linewidth=1.8,
-                marker="o" if len(curve.x) == 1 else None,
+                # Few points (a short run, sparse logging): mark them, so two points
+                # joined by a line are not read as a measured curve.
+                marker="o" if len(curve.x) <= MARKERS_BELOW else None,
+                markersize=3,
                 label=f"{group.label} ({n} seed{'s' if n > 1 else ''})",
             )
             if curve.lower is not None:
@@ -102,6 +106,8 @@ def plot_metric(
     if axes[0].get_legend_handles_labels()[0]:
         axes[0].legend(fontsize="small")
     band = "95% bootstrap CI" if any(len(g.seeds) > 1 for g in groups) else "one seed"
+    if any(1 < len(g.seeds) < 5 for g in groups):
+        band += ", fewer than 5 seeds: close to their range"
     fig.suptitle(f"{metric}: {aggregate} over seeds ({band})")
     path = os.fspath(path)
     fig.savefig(path, dpi=DPI)
