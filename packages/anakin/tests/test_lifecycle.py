@@ -171,6 +171,36 @@ def test_evaluating_an_unreadable_checkpoint_is_one_line(tmp_path, damage):
     assert lines[0].startswith(f"podracer eval: error: {checkpoint}")
 
 
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 3 MB file system (tmpfs; needs root, else the test is skipped)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3M", "tmpfs", str(disk)],
+                             capture_output=True)  # fmt: skip
+    if mounted.returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here (not root)")
+    yield disk
+    subprocess.run(["umount", str(disk)], check=True)
+
+
+@pytest.mark.slow
+def test_a_full_disk_is_one_line_and_the_run_resumes_once_there_is_space(small_disk):
+    # A Q-network of 512 x 512 units: its train state (~3.3 MB) cannot fit in 3 MB.
+    flags = ["--runs-root", str(small_disk), "--run-name", "full", "--no-progress",
+             "--total-env-steps", str(4 * CHUNK), "--checkpoint-interval", str(CHUNK),
+             "--qlambda.hidden-sizes", "512", "512"]  # fmt: skip
+    _, err = (child := anakin(*flags)).communicate(timeout=300)
+    assert child.returncode == 2, err[-3000:]
+    assert err.strip().count("\n") == 0, err[-3000:]  # one line, no Orbax noise after it
+    assert "no space left on device (a checkpoint of this run needs about" in err
+    assert os.listdir(small_disk / "full" / "checkpoints") == []  # no partial checkpoint
+    subprocess.run(["mount", "-o", "remount,size=30M", str(small_disk)], check=True)
+    _, err = (child := anakin(*flags, "--resume")).communicate(timeout=300)
+    assert child.returncode == 0, err[-3000:]
+    assert str(4) in os.listdir(small_disk / "full" / "checkpoints")
+
+
 @dataclasses.dataclass(frozen=True)
 class TinyConfig:
     """A registered toy agent's hyperparameters."""

@@ -25,10 +25,13 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import glob
 import importlib.metadata
 import logging
 import os
+import shutil
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -185,14 +188,39 @@ class Checkpointer:
         )
         if runtime is not None:
             items["runtime"] = ocp.args.StandardSave(runtime)
-        saved = self._manager.save(
-            int(step),
-            args=ocp.args.Composite(**items),
-            metrics={k: float(v) for k, v in (metrics or {}).items()} or None,
-            force=True,
-        )
-        self._manager.wait_until_finished()
+        try:
+            with _quiet_orbax_failure() as failed:
+                try:
+                    saved = self._manager.save(
+                        int(step),
+                        args=ocp.args.Composite(**items),
+                        metrics={k: float(v) for k, v in (metrics or {}).items()} or None,
+                        force=True,
+                    )
+                    self._manager.wait_until_finished()
+                except BaseException:
+                    failed.set()
+                    raise
+        except Exception as e:  # noqa: BLE001 - reported in one line with the path
+            need = sum(getattr(x, "nbytes", 0) for x in jax.tree.leaves((train, runtime)))
+            raise CheckpointError(self._save_failure(int(step), e, need)) from e
         return saved
+
+    def _save_failure(self, step: int, error: BaseException, need: int) -> str:
+        """One line on a failed save, its partial files removed (a full disk keeps none of
+        them): the path, and for a full disk the space free and the space a checkpoint
+        of this run takes."""
+        for partial in glob.glob(f"{self.path(step)}.orbax-checkpoint-tmp*"):
+            shutil.rmtree(partial, ignore_errors=True)
+        text = str(error)
+        if "No space left on device" not in text and "os_error_code='28'" not in text:
+            return f"{self.path(step)}: could not be written ({_first_line(error)})"
+        free = shutil.disk_usage(self.directory).free
+        return (
+            f"{self.path(step)}: no space left on device (a checkpoint of this run needs "
+            f"about {_megabytes(need)}, {_megabytes(free)} free in {self.directory}); the "
+            f"run stopped there: free space, then resume"
+        )
 
     def latest_step(self) -> int | None:
         return self._manager.latest_step()
@@ -331,6 +359,47 @@ def _first_line(error: BaseException) -> str:
         return type(error).__name__
     line = text[0].split(" See full TensorStore details")[0]  # then a spec of many lines
     return f"{type(error).__name__}: {line[:300]}"
+
+
+def _megabytes(n: int) -> str:
+    return f"{n / 2**20:,.1f} MB"
+
+
+def _drop_orbax_task_errors(record: logging.LogRecord) -> bool:
+    message = record.getMessage()
+    return not ("exception was never retrieved" in message and "orbax" in message)
+
+
+@contextlib.contextmanager
+def _quiet_orbax_failure():
+    """A failed Orbax save (a full disk) logs the error from its writer threads, and
+    tensorstore's callbacks print "Event loop is closed" tracebacks from C++: all noise
+    after the one line that reports it. The process's stderr (file descriptor 2, which
+    those prints bypass Python to reach) goes to a file meanwhile: written out if the
+    save succeeds, dropped if it fails. Yields an event the caller sets on failure."""
+    import tempfile
+    import threading
+
+    failed = threading.Event()
+    sys.stderr.flush()
+    real = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            with _quiet_orbax_coroutines():
+                yield failed
+        finally:
+            if failed.is_set():
+                time.sleep(0.5)  # the writer threads' last callbacks, still captured
+                # Its failed write tasks, collected later, would log their errors again.
+                logging.getLogger("asyncio").addFilter(_drop_orbax_task_errors)
+            sys.stderr.flush()
+            os.dup2(real, 2)
+            os.close(real)
+            if not failed.is_set():
+                captured.seek(0)
+                sys.stderr.write(captured.read().decode(errors="replace"))
+                sys.stderr.flush()
 
 
 @contextlib.contextmanager
