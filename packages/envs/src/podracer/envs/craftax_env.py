@@ -28,9 +28,9 @@ import jax
 import jax.numpy as jnp
 
 from podracer.envs.actions import action_space_fields
+from podracer.envs.autoreset import reset_in_step
 from podracer.envs.stats import EpisodeStats
 from podracer.envs.stats import init_episode_stats
-from podracer.envs.stats import update_episode_stats
 from podracer.envs.types import EnvSpec
 from podracer.envs.types import TimeStep
 from podracer.envs.types import first_timestep
@@ -48,10 +48,6 @@ _NO_TIME_LIMIT = 2**31 - 1  # a max_timesteps no episode reaches: is_terminal wi
 class CraftaxState(NamedTuple):
     env_state: Any  # craftax's EnvState
     stats: EpisodeStats  # running return and length
-
-
-def _select(pred: chex.Array, on_true: Any, on_false: Any) -> Any:
-    return jax.tree.map(lambda x, y: jax.lax.select(pred, x, y), on_true, on_false)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)  # hashed by identity: a static jit argument
@@ -78,21 +74,13 @@ class CraftaxEnv:
         unlimited = self.params.replace(max_timesteps=_NO_TIME_LIMIT)
         terminated = done & jnp.asarray(self.env.is_terminal(env_state, unlimited), jnp.bool_)
         truncated = done & ~terminated
-        reward = jnp.asarray(reward, jnp.float32)
         obs = jnp.asarray(obs, jnp.float32)
         reset_obs, reset_state = self.env.reset(reset_key, self.params)
-        stats, emitted = update_episode_stats(state.stats, reward, done)
-        return CraftaxState(_select(done, reset_state, env_state), stats), TimeStep(
-            observation=_select(done, jnp.asarray(reset_obs, jnp.float32), obs),
-            reward=reward,
-            terminated=terminated,
-            truncated=truncated,
-            first=done,
-            final_observation=obs,
-            episode_return=emitted.episode_return,
-            episode_length=emitted.episode_length,
-            episode_end=done,
-        )
+        stats, env_state, timestep = reset_in_step(
+            state.stats, env_state, obs, reset_state, jnp.asarray(reset_obs, jnp.float32),
+            reward, terminated, truncated,
+        )  # fmt: skip
+        return CraftaxState(env_state, stats), timestep
 
 
 def make_craftax(name: str, **param_overrides: Any) -> CraftaxEnv:

@@ -37,9 +37,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from podracer.envs.autoreset import reset_in_step
 from podracer.envs.stats import EpisodeStats
 from podracer.envs.stats import init_episode_stats
-from podracer.envs.stats import update_episode_stats
 from podracer.envs.types import EnvSpec
 from podracer.envs.types import TimeStep
 from podracer.envs.types import first_timestep
@@ -59,16 +59,6 @@ def flatten_observation(observation: Any) -> chex.Array:
         return jnp.asarray(observation, jnp.float32)
     leaves = jax.tree.leaves(observation)
     return jnp.concatenate([jnp.ravel(jnp.asarray(x, jnp.float32)) for x in leaves])
-
-
-def _select(pred: chex.Array, on_true: Any, on_false: Any) -> Any:
-    """`on_true` where `pred` (a scalar), leaf by leaf, in `on_false`'s dtypes."""
-
-    def pick(x, y):
-        x, y = jnp.asarray(x), jnp.asarray(y)
-        return jax.lax.select(pred, x if x.dtype == y.dtype else x.astype(y.dtype), y)
-
-    return jax.tree.map(pick, on_true, on_false)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)  # hashed by identity: a static jit argument
@@ -93,21 +83,13 @@ class JumanjiEnv:
             truncated = done & (ts.discount != 0)
         else:
             terminated, truncated = done, jnp.zeros_like(done)
-        reward = jnp.asarray(ts.reward, jnp.float32)
         obs = flatten_observation(ts.observation)
         reset_state, reset_ts = self.env.reset(key)
-        stats, emitted = update_episode_stats(state.stats, reward, done)
-        return JumanjiState(_select(done, reset_state, env_state), stats), TimeStep(
-            observation=jax.lax.select(done, flatten_observation(reset_ts.observation), obs),
-            reward=reward,
-            terminated=terminated,
-            truncated=truncated,
-            first=done,
-            final_observation=obs,
-            episode_return=emitted.episode_return,
-            episode_length=emitted.episode_length,
-            episode_end=done,
-        )
+        stats, env_state, timestep = reset_in_step(
+            state.stats, env_state, obs, reset_state, flatten_observation(reset_ts.observation),
+            ts.reward, terminated, truncated,
+        )  # fmt: skip
+        return JumanjiState(env_state, stats), timestep
 
 
 def _action_fields(name: str, action_spec: Any) -> dict[str, Any]:

@@ -262,16 +262,11 @@ class Run:
         if not isinstance(stored, dict):  # written before configs were stored with them
             return
         changes = changed_fields({k: v for k, v in stored.items() if k != "runtime"}, self.config)
-        allowed = type(self.config).MAY_CHANGE_ON_RESUME
-        refused = {k: v for k, v in changes.items() if k.split(".")[0] not in allowed}
-        if refused:
-            lines = "\n".join(f"  {k}: {old!r} -> {new!r}" for k, (old, new) in refused.items())
-            raise ConfigError(
-                f"cannot resume {self.dir.path}: these fields differ from the config its "
-                f"checkpoint {step} was trained with (an edited config.json, or flags) and "
-                f"change what is learned:\n{lines}\nresume with the checkpoint's values, or "
-                f"start a new run (another --run-name)"
-            )
+        _refuse_learning_changes(
+            self.config, self.dir, changes,
+            f"the config its checkpoint {step} was trained with (an edited config.json, or "
+            "flags)", "resume with the checkpoint's values",
+        )  # fmt: skip
         self._changes = {**self._changes, **changes}
 
     def warm_start(self, spec: Any, train: Any) -> Any:
@@ -614,16 +609,24 @@ def _check_directory(config: RunConfig, runtime: str, directory: RunDir) -> dict
     changes = changed_fields({k: v for k, v in stored.items() if k != "runtime"}, config)
     if stored.get("runtime", runtime) != runtime:
         changes = {"runtime": (stored.get("runtime"), current["runtime"]), **changes}
+    _refuse_learning_changes(config, directory, changes, "the run's",
+                             "resume with the run's values (omit these flags)")  # fmt: skip
+    return changes
+
+
+def _refuse_learning_changes(
+    config: RunConfig, directory: RunDir, changes: dict, against: str, hint: str
+) -> None:
+    """Refuses a resume that changes fields outside `MAY_CHANGE_ON_RESUME`, naming each
+    with its old and new value."""
     allowed = type(config).MAY_CHANGE_ON_RESUME
     refused = {k: v for k, v in changes.items() if k.split(".")[0] not in allowed}
     if refused:
         lines = "\n".join(f"  {k}: {old!r} -> {new!r}" for k, (old, new) in refused.items())
         raise ConfigError(
-            f"cannot resume {directory.path}: these fields differ from the run's and change "
-            f"what is learned:\n{lines}\nresume with the run's values (omit these flags), or "
-            f"start a new run (another --run-name)"
+            f"cannot resume {directory.path}: these fields differ from {against} and change "
+            f"what is learned:\n{lines}\n{hint}, or start a new run (another --run-name)"
         )
-    return changes
 
 
 def _check_renders(spec: Any, owner: str) -> None:

@@ -42,26 +42,11 @@ def evaluate(
     from podracer.agents.evaluation import env_keys
     from podracer.agents.evaluation import host_episodes
     from podracer.agents.evaluation import jax_episodes
-    from podracer.agents.validation import ConfigError
-    from podracer.envs import is_jax_env
-    from podracer.envs import make
-    from podracer.envs import make_host
-    from podracer.runs.config import register_sources
     from podracer.runs.source import load
     from podracer.runs.source import parse_source
 
     where = parse_source(source, runs_root, owner="podracer eval")
-    stored = where.run.read_config()
-    register_sources(stored, owner=where.run.config_file)  # the run's own env and agent
-    # The run's env with its keyword arguments, or another env (`--env`, with its own).
-    env_name = env or stored["env"]
-    env_kwargs = (stored.get("env_kwargs") or {}) if env is None or env == stored["env"] else {}
-    try:
-        jax_env = make(env_name, **env_kwargs) if is_jax_env(env_name) else None
-        host_env = None if jax_env else make_host(env_name, num_envs=episodes, seed=seed,
-                                                  **env_kwargs)  # fmt: skip
-    except (ValueError, ImportError) as e:
-        raise ConfigError(f"podracer eval --env: {e}") from None
+    env_name, env_kwargs, jax_env, host_env = _eval_env(where.run, env, episodes, seed)
     spec = (jax_env or host_env).spec
     loaded = load(where, spec, owner="podracer eval")
     params = loaded.params
@@ -106,6 +91,28 @@ def evaluate(
         recorder.close()
     _append(os.path.join(where.run.path, "eval.json"), record)
     return record
+
+
+def _eval_env(run: Any, env: str | None, episodes: int, seed: int):
+    """`(name, kwargs, jax_env, host_env)` to evaluate in: the run's env with its keyword
+    arguments, or another (`--env`, with its own); a JaxEnv where the name has one, else
+    a host env of `episodes` envs. The run's own env and agent are registered first."""
+    from podracer.agents.validation import ConfigError
+    from podracer.envs import is_jax_env
+    from podracer.envs import make
+    from podracer.envs import make_host
+    from podracer.runs.config import register_sources
+
+    stored = run.read_config()
+    register_sources(stored, owner=run.config_file)
+    name = env or stored["env"]
+    kwargs = (stored.get("env_kwargs") or {}) if env is None or env == stored["env"] else {}
+    try:
+        if is_jax_env(name):
+            return name, kwargs, make(name, **kwargs), None
+        return name, kwargs, None, make_host(name, num_envs=episodes, seed=seed, **kwargs)
+    except (ValueError, ImportError) as e:
+        raise ConfigError(f"podracer eval --env: {e}") from None
 
 
 def _append(path: str, record: dict[str, Any]) -> None:
