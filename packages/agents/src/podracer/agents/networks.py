@@ -19,7 +19,9 @@ step). Accelerators keep XLA's convolution; the parameters are `nn.Conv`'s eithe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Sequence
+from typing import Any
 
 import flax.linen as nn
 import jax
@@ -373,6 +375,18 @@ class _Towers:
         return h, hv
 
 
+def _flat_batch(fn: Callable[..., Any], observation: jax.Array, observation_ndim: int) -> Any:
+    """`fn` on `observation` `[*batch, *obs]` flattened to `[prod(batch), *obs]`, its
+    outputs shaped back to `[*batch, ...]`. A learner's `[T, B]` minibatch then runs as
+    2-D matmuls, whose gradients XLA computes without the transposes a `[T, B, D]` layer
+    needs (PureJaxRL's minibatches are flat too)."""
+    batch = observation.shape[: observation.ndim - observation_ndim]
+    if len(batch) <= 1:
+        return fn(observation)
+    out = fn(observation.reshape((-1, *observation.shape[len(batch) :])))
+    return jax.tree.map(lambda x: x.reshape(batch + x.shape[1:]), out)
+
+
 class ActorCritic(_Towers, nn.Module):
     """Policy logits and a state value; `separate_critic` gives the critic its own tower."""
 
@@ -395,9 +409,19 @@ class ActorCritic(_Towers, nn.Module):
 
     def __call__(self, observation: jax.Array, core=None) -> tuple[jax.Array, jax.Array]:
         """`(logits, value)` of one step from `core` (recurrent: None is the initial state)."""
+        if self.core == "none":  # every leading dim is batch: one flat batch of matmuls
+            return _flat_batch(self._call, observation, self.observation_ndim)
+        return self._call(observation, core)
+
+    def _call(self, observation: jax.Array, core=None) -> tuple[jax.Array, jax.Array]:
         return self._heads(*self._step_towers(observation, core))
 
     def value(self, observation: jax.Array, core=None) -> jax.Array:
+        if self.core == "none":
+            return _flat_batch(self._value, observation, self.observation_ndim)
+        return self._value(observation, core)
+
+    def _value(self, observation: jax.Array, core=None) -> jax.Array:
         return self.value_head(self._step_towers(observation, core, critic_only=True)[1])[..., 0]
 
     def unroll(self, observation: jax.Array, first: jax.Array, core):
