@@ -189,18 +189,14 @@ class Checkpointer:
         if runtime is not None:
             items["runtime"] = ocp.args.StandardSave(runtime)
         try:
-            with _quiet_orbax_failure() as failed:
-                try:
-                    saved = self._manager.save(
-                        int(step),
-                        args=ocp.args.Composite(**items),
-                        metrics={k: float(v) for k, v in (metrics or {}).items()} or None,
-                        force=True,
-                    )
-                    self._manager.wait_until_finished()
-                except BaseException:
-                    failed.set()
-                    raise
+            with _quiet_orbax():
+                saved = self._manager.save(
+                    int(step),
+                    args=ocp.args.Composite(**items),
+                    metrics={k: float(v) for k, v in (metrics or {}).items()} or None,
+                    force=True,
+                )
+                self._manager.wait_until_finished()
         except Exception as e:  # noqa: BLE001 - reported in one line with the path
             need = sum(getattr(x, "nbytes", 0) for x in jax.tree.leaves((train, runtime)))
             raise CheckpointError(self._save_failure(int(step), e, need)) from e
@@ -235,9 +231,10 @@ class Checkpointer:
         """The JSON metadata of `step` (default: the newest)."""
         step = self._step(step)
         try:
-            restored = self._manager.restore(
-                step, args=ocp.args.Composite(metadata=ocp.args.JsonRestore())
-            )
+            with _quiet_orbax():
+                restored = self._manager.restore(
+                    step, args=ocp.args.Composite(metadata=ocp.args.JsonRestore())
+                )
         except Exception as e:  # noqa: BLE001 - reported with the path
             raise CheckpointError(
                 f"{self.path(step)}: metadata unreadable ({_first_line(e)})"
@@ -263,7 +260,8 @@ class Checkpointer:
         rebuild = lambda restored: restored  # noqa: E731
         if runtime is not None:
             try:
-                saved = self._manager.item_metadata(step)["runtime"].tree
+                with _quiet_orbax():
+                    saved = self._manager.item_metadata(step)["runtime"].tree
                 runtime, rebuild = _with_added_fields(_abstract(runtime), saved)
             except CheckpointMismatch as e:
                 raise CheckpointMismatch(f"{self.path(step)}: {e}") from e
@@ -271,7 +269,7 @@ class Checkpointer:
                 runtime = _abstract(runtime)
             items["runtime"] = ocp.args.StandardRestore(runtime)
         try:
-            with _quiet_orbax_coroutines():
+            with _quiet_orbax():
                 restored = self._manager.restore(step, args=ocp.args.Composite(**items))
         except Exception as e:  # noqa: BLE001 - reported with the path
             # Orbax's word for a readable checkpoint of another structure.
@@ -287,13 +285,13 @@ class Checkpointer:
         step = self._step(step)
         meta = self.metadata(step)
         try:
-            tree = self._manager.item_metadata(step)["train"].tree
-            device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
-            target = jax.tree.map(
-                lambda m: jax.ShapeDtypeStruct(m.shape, m.dtype, sharding=device),
-                tree, is_leaf=lambda m: hasattr(m, "shape") and hasattr(m, "dtype"),
-            )  # fmt: skip
-            with _quiet_orbax_coroutines():
+            with _quiet_orbax():
+                tree = self._manager.item_metadata(step)["train"].tree
+                device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+                target = jax.tree.map(
+                    lambda m: jax.ShapeDtypeStruct(m.shape, m.dtype, sharding=device),
+                    tree, is_leaf=lambda m: hasattr(m, "shape") and hasattr(m, "dtype"),
+                )  # fmt: skip
                 restored = self._manager.restore(
                     step, args=ocp.args.Composite(train=ocp.args.StandardRestore(target))
                 )
@@ -371,32 +369,34 @@ def _drop_orbax_task_errors(record: logging.LogRecord) -> bool:
 
 
 @contextlib.contextmanager
-def _quiet_orbax_failure():
-    """A failed Orbax save (a full disk) logs the error from its writer threads, and
-    tensorstore's callbacks print "Event loop is closed" tracebacks from C++: all noise
+def _quiet_orbax():
+    """A failed Orbax save or restore (a full disk, a truncated file) logs the error from
+    its writer threads, and tensorstore's callbacks into the closed event loop print
+    "Event loop is closed" tracebacks from C++, some after the call has raised: all noise
     after the one line that reports it. The process's stderr (file descriptor 2, which
     those prints bypass Python to reach) goes to a file meanwhile: written out if the
-    save succeeds, dropped if it fails. Yields an event the caller sets on failure."""
+    call succeeds, dropped if it raises."""
     import tempfile
-    import threading
 
-    failed = threading.Event()
     sys.stderr.flush()
     real = os.dup(2)
+    failed = False
     with tempfile.TemporaryFile() as captured:
         os.dup2(captured.fileno(), 2)
         try:
             with _quiet_orbax_coroutines():
-                yield failed
+                yield
+        except BaseException:
+            failed = True
+            time.sleep(1.0)  # the threads' last callbacks, still captured
+            # Its failed tasks, collected later, would log their errors again.
+            logging.getLogger("asyncio").addFilter(_drop_orbax_task_errors)
+            raise
         finally:
-            if failed.is_set():
-                time.sleep(0.5)  # the writer threads' last callbacks, still captured
-                # Its failed write tasks, collected later, would log their errors again.
-                logging.getLogger("asyncio").addFilter(_drop_orbax_task_errors)
             sys.stderr.flush()
             os.dup2(real, 2)
             os.close(real)
-            if not failed.is_set():
+            if not failed:
                 captured.seek(0)
                 sys.stderr.write(captured.read().decode(errors="replace"))
                 sys.stderr.flush()
