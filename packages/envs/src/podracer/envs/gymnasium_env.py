@@ -316,6 +316,25 @@ def make_gymnasium(
         `max_episode_steps` (a time limit that truncates).
     """
     name = PREFIX + task
+    num_envs = _check_arguments(name, num_envs, batch_size, vectorization_mode, context, seed)
+    if make_kwargs.get("max_episode_steps") is not None:
+        _max_steps(name, make_kwargs["max_episode_steps"])
+    gymnasium = _import_gymnasium()
+    env_id = resolve_task(task)
+    spec = _probe_spec(gymnasium, name, env_id, make_kwargs)
+    envs = _make_vector(gymnasium, env_id, num_envs, vectorization_mode, context, make_kwargs)
+    return GymnasiumEnv(envs, spec, num_envs, int(seed), vectorization_mode)
+
+
+def _check_arguments(
+    name: str,
+    num_envs: int,
+    batch_size: int | None,
+    vectorization_mode: str,
+    context: str | None,
+    seed: int,
+) -> int:
+    """`num_envs`, checked with the other arguments (one line naming the bad one)."""
     num_envs = check_sizes(num_envs, None)
     if batch_size is not None and check_sizes(num_envs, batch_size) != num_envs:
         raise ValueError(
@@ -336,13 +355,12 @@ def make_gymnasium(
         )
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
         raise ValueError(f"{name}: seed must be an int >= 0, got {seed!r}")
-    if make_kwargs.get("max_episode_steps") is not None:
-        _max_steps(name, make_kwargs["max_episode_steps"])
-    gymnasium = _import_gymnasium()
-    env_id = resolve_task(task)
+    return num_envs
 
-    # One env first: its constructor checks the keywords and gives the spaces, before any
-    # worker process starts.
+
+def _probe_spec(gymnasium, name: str, env_id: str, make_kwargs: dict[str, Any]) -> EnvSpec:
+    """The spec of one env built first: its constructor checks the keywords and gives the
+    spaces, before any worker process starts."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*precision lowered.*", category=UserWarning)
         try:
@@ -357,7 +375,7 @@ def make_gymnasium(
     finally:
         probe.close()
     obs_dtype = check_observation_space(name, observation_space)
-    spec = EnvSpec(
+    return EnvSpec(
         name=name,
         observation_shape=tuple(observation_space.shape),
         observation_dtype=obs_dtype,
@@ -365,6 +383,16 @@ def make_gymnasium(
         **action_space_fields(name, action_space),
     )
 
+
+def _make_vector(
+    gymnasium,
+    env_id: str,
+    num_envs: int,
+    vectorization_mode: str,
+    context: str | None,
+    make_kwargs: dict[str, Any],
+):
+    """gymnasium's vector env, resetting in the step that ends an episode."""
     vector_kwargs: dict[str, Any] = {"autoreset_mode": gymnasium.vector.AutoresetMode.SAME_STEP}
     if vectorization_mode == "async" and context is not None:
         vector_kwargs["context"] = context
@@ -377,8 +405,7 @@ def make_gymnasium(
             "ignore", message=".*multi-threaded.*fork", category=DeprecationWarning
         )
         warnings.filterwarnings("ignore", message=".*precision lowered.*", category=UserWarning)
-        envs = gymnasium.make_vec(
+        return gymnasium.make_vec(
             env_id, num_envs, vectorization_mode=vectorization_mode,
             vector_kwargs=vector_kwargs, **make_kwargs,
         )  # fmt: skip
-    return GymnasiumEnv(envs, spec, num_envs, int(seed), vectorization_mode)

@@ -26,10 +26,10 @@ from .presets import find_preset as find_preset
 from .presets import register_layout as register_layout
 from .presets import register_preset as register_preset
 from .progress import Progress as Progress
+from .result import RunResult as RunResult
+from .result import final_return as final_return
 from .run import Restored as Restored
 from .run import Run as Run
-from .run import RunResult as RunResult
-from .run import final_return as final_return
 from .signals import StopSignals as StopSignals
 from .signals import block as block
 from .writer import MetricWriter as MetricWriter

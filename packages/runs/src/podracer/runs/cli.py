@@ -146,8 +146,8 @@ def _run_cli(config_cls: type, train: Callable[[Any], Any], argv: list[str] | No
     from podracer.runs.checkpoint import CheckpointError
     from podracer.runs.distributed import is_main_process
     from podracer.runs.distributed import shutdown_distributed
-    from podracer.runs.run import FINAL_FRACTION
-    from podracer.runs.run import final_return
+    from podracer.runs.result import FINAL_FRACTION
+    from podracer.runs.result import final_return
     from podracer.runs.tools.aggregate import format_number
 
     if config.progress:

@@ -94,21 +94,9 @@ def launch(
         previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
     preexec = _parent_death_signal()
     for i in range(num_processes):
-        env = {
-            **os.environ,
-            "JAX_COORDINATOR_ADDRESS": address,
-            "JAX_NUM_PROCESSES": str(num_processes),
-            "JAX_PROCESS_ID": str(i),
-            "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu"),
-            "XLA_FLAGS": (
-                os.environ.get("XLA_FLAGS", "")
-                + f" --xla_force_host_platform_device_count={devices_per_process}"
-            ).strip(),
-            "PYTHONUNBUFFERED": "1",
-        }
         proc = subprocess.Popen(
             command,
-            env=env,
+            env=_process_env(address, num_processes, i, devices_per_process),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -118,42 +106,64 @@ def launch(
         threading.Thread(target=_forward, args=(proc, f"[p{i}]", out), daemon=True).start()
         procs.append(proc)
 
-    deadline = None if timeout is None else time.monotonic() + timeout
-    status = 0
     try:
-        while True:
-            codes = [p.poll() for p in procs]
-            failed = [c for c in codes if c not in (None, 0)]
-            if failed:
-                status = failed[0]
-                with _write_lock:
-                    out.write(
-                        f"[launch] a process exited with status {status}; stopping the others\n"
-                    )
-                break
-            if all(c is not None for c in codes):
-                break
-            if deadline is not None and time.monotonic() > deadline:
-                with _write_lock:
-                    out.write(f"[launch] timed out after {timeout}s; stopping all processes\n")
-                status = 124
-                break
-            time.sleep(0.1)
+        status = _supervise(procs, timeout, out)
     finally:
-        # Stop what still runs: after a forwarded signal they are stopping already.
-        for p in procs:
-            if p.poll() is None and not received:
-                os.killpg(p.pid, signal.SIGTERM)
-        for p in procs:
-            while p.poll() is None:
-                try:  # a forwarded signal: as long as their final checkpoints take
-                    p.wait(timeout=None if received and len(received) < 2 else 20)
-                except subprocess.TimeoutExpired:
-                    os.killpg(p.pid, signal.SIGKILL)
-                    p.wait()
+        _stop(procs, received)
         for s, handler in previous.items():
             signal.signal(s, handler)
     return status
+
+
+def _process_env(address: str, num_processes: int, index: int, devices: int) -> dict[str, str]:
+    """Process `index`'s environment: JAX's multi-process variables, `devices` CPU devices."""
+    return {
+        **os.environ,
+        "JAX_COORDINATOR_ADDRESS": address,
+        "JAX_NUM_PROCESSES": str(num_processes),
+        "JAX_PROCESS_ID": str(index),
+        "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu"),
+        "XLA_FLAGS": (
+            os.environ.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={devices}"
+        ).strip(),
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+def _supervise(procs: list[subprocess.Popen], timeout: float | None, out) -> int:
+    """Waits until every process exits (0), one fails (its status) or `timeout` (124)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        codes = [p.poll() for p in procs]
+        failed = [c for c in codes if c not in (None, 0)]
+        if failed:
+            with _write_lock:
+                out.write(
+                    f"[launch] a process exited with status {failed[0]}; stopping the others\n"
+                )
+            return failed[0]
+        if all(c is not None for c in codes):
+            return 0
+        if deadline is not None and time.monotonic() > deadline:
+            with _write_lock:
+                out.write(f"[launch] timed out after {timeout}s; stopping all processes\n")
+            return 124
+        time.sleep(0.1)
+
+
+def _stop(procs: list[subprocess.Popen], received: list[int]) -> None:
+    """Stops what still runs: after a forwarded signal they are stopping already (a second
+    signal, or 20 s after our own SIGTERM: killed)."""
+    for p in procs:
+        if p.poll() is None and not received:
+            os.killpg(p.pid, signal.SIGTERM)
+    for p in procs:
+        while p.poll() is None:
+            try:  # a forwarded signal: as long as their final checkpoints take
+                p.wait(timeout=None if received and len(received) < 2 else 20)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
 
 
 def main(argv: list[str] | None = None) -> int:

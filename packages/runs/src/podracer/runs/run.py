@@ -46,6 +46,8 @@ from podracer.runs.directory import RunLock
 from podracer.runs.directory import auto_name
 from podracer.runs.distributed import initialize_distributed
 from podracer.runs.progress import Progress
+from podracer.runs.result import RunResult
+from podracer.runs.result import history_return
 from podracer.runs.signals import StopSignals
 from podracer.runs.writer import MetricWriter
 
@@ -58,51 +60,6 @@ class Restored(NamedTuple):
     train: Any  # the TrainState
     runtime: Any  # the runtime's own state, or None
     metadata: dict[str, Any]
-
-
-class RunResult(NamedTuple):
-    """What a runtime's `train` returns (both runtimes)."""
-
-    state: Any  # the runtime's final state (Anakin: RunnerState; Sebulba: TrainState)
-    history: list[dict[str, Any]]  # the rows logged by this call, as in metrics.jsonl
-    env_steps: int  # env steps of the whole run, resumed sessions included
-    steps: int  # loop steps of the whole run (Anakin chunks, Sebulba updates)
-    sps: float  # env steps per second after the first (compiling) loop step
-    compile_seconds: float  # the first loop step's time beyond a typical (median) one
-    interrupted: bool  # stopped by SIGINT/SIGTERM (a final checkpoint was written)
-    run_dir: str  # the run directory
-
-
-FINAL_FRACTION = 0.1  # "final return": each seed's mean over its last 10% of env steps
-
-
-def final_return(
-    result: RunResult, fraction: float = FINAL_FRACTION, last: int | None = None
-) -> float:
-    """The run's final training return as `podracer plot` defines it: each seed's mean
-    return over the rows of its last `fraction` of env steps that saw an episode end,
-    then the mean over seeds. `last=k` takes each seed's last k such rows instead (the
-    learning tests' bar)."""
-    return history_return(result.history, fraction, last)
-
-
-def history_return(
-    history: list[dict[str, Any]], fraction: float = FINAL_FRACTION, last: int | None = None
-) -> float:
-    """`final_return` of the rows logged so far (the progress line's return)."""
-    from podracer.runs.tools.aggregate import final_value
-
-    by_seed: dict[Any, list[tuple[int, float]]] = {}
-    for row in history:
-        value = row.get("charts/episodic_return", math.nan)
-        if row.get("charts/episodes", 1) > 0 and math.isfinite(value):
-            by_seed.setdefault(row.get("seed"), []).append((row["env_steps"], value))
-    if not by_seed:
-        return math.nan
-    if last is not None:
-        return float(np.mean([np.mean([v for _, v in rows[-last:]]) for rows in by_seed.values()]))
-    finals = [final_value(*np.asarray(rows, np.float64).T, fraction) for rows in by_seed.values()]
-    return float(np.mean(finals))
 
 
 def _crossed(interval: int, before: int, after: int) -> bool:

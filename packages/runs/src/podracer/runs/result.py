@@ -1,0 +1,56 @@
+"""What a run reports, defined once: `RunResult` (what `train` returns) and the final
+return, the one figure the progress line, the summary, `podracer plot` and the learning
+tests all call a run's return."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+from typing import NamedTuple
+
+import numpy as np
+
+
+class RunResult(NamedTuple):
+    """What a runtime's `train` returns (both runtimes)."""
+
+    state: Any  # the runtime's final state (Anakin: RunnerState; Sebulba: TrainState)
+    history: list[dict[str, Any]]  # the rows logged by this call, as in metrics.jsonl
+    env_steps: int  # env steps of the whole run, resumed sessions included
+    steps: int  # loop steps of the whole run (Anakin chunks, Sebulba updates)
+    sps: float  # env steps per second after the first (compiling) loop step
+    compile_seconds: float  # the first loop step's time beyond a typical (median) one
+    interrupted: bool  # stopped by SIGINT/SIGTERM (a final checkpoint was written)
+    run_dir: str  # the run directory
+
+
+FINAL_FRACTION = 0.1  # "final return": each seed's mean over its last 10% of env steps
+
+
+def final_return(
+    result: RunResult, fraction: float = FINAL_FRACTION, last: int | None = None
+) -> float:
+    """The run's final training return as `podracer plot` defines it: each seed's mean
+    return over the rows of its last `fraction` of env steps that saw an episode end,
+    then the mean over seeds. `last=k` takes each seed's last k such rows instead (the
+    learning tests' bar)."""
+    return history_return(result.history, fraction, last)
+
+
+def history_return(
+    history: list[dict[str, Any]], fraction: float = FINAL_FRACTION, last: int | None = None
+) -> float:
+    """`final_return` of the rows logged so far (the progress line's return)."""
+    from podracer.runs.tools.aggregate import final_value
+
+    by_seed: dict[Any, list[tuple[int, float]]] = {}
+    for row in history:
+        value = row.get("charts/episodic_return", math.nan)
+        if row.get("charts/episodes", 1) > 0 and math.isfinite(value):
+            by_seed.setdefault(row.get("seed"), []).append((row["env_steps"], value))
+    if not by_seed:
+        return math.nan
+    if last is not None:
+        return float(np.mean([np.mean([v for _, v in rows[-last:]]) for rows in by_seed.values()]))
+    finals = [final_value(*np.asarray(rows, np.float64).T, fraction) for rows in by_seed.values()]
+    return float(np.mean(finals))
