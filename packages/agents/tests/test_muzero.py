@@ -377,29 +377,28 @@ def test_registered_as_muzero(vector_spec):
 
 @pytest.mark.slow
 def test_learns_catch_on_anakin():
-    """Default MuZeroConfig (Gumbel, replay); about 2 minutes on 2 CPU cores.
+    """MuZero's Catch preset (Gumbel search, 4 replay updates per rollout) at Anakin's
+    Catch layout; about 2 minutes on 2 CPU cores. Every seed tried (5 on the command
+    line, 3 more in a sweep) caught every ball greedily from 2e5 steps on; this budget is
+    1.5x that.
 
     Lives here for the agent's sake but needs podracer-anakin (skipped without it). The
-    training return is that of the acting policy (Gumbel-sampled search actions, and a
-    random action 10% of the time: ~0.8 at best); the greedy return is that of the
-    deterministic search after the last chunk. CartPole is benchmarks/muzero.py's.
+    greedy return is that of the deterministic search after the last chunk, over 128
+    episodes; the training return that of the acting policy (Gumbel-sampled search
+    actions, and a random action 10% of the time: ~0.8 once solved).
     """
     anakin = pytest.importorskip("podracer.anakin")
     from podracer.runs import final_return  # a dependency of podracer-anakin
 
-    config = anakin.AnakinConfig(
-        agent="muzero",
-        num_envs=32,
-        rollout_length=16,
+    config, _ = anakin.AnakinConfig.from_preset(
+        "catch", "muzero",
         updates_per_chunk=100,
-        total_env_steps=460_800,  # greedy 0.9 first at ~0.31-0.36M (benchmarks/muzero.py)
-        eval_interval=460_800,  # once, at the end
+        total_env_steps=307_200,
+        eval_interval=307_200,  # once, at the end
+        eval_episodes=128,
         progress=False,
         tensorboard=False,
-    )
+    )  # fmt: skip
     result = anakin.train(config)
-    # Random play: about -0.6. Where this budget lands moves with the CPU's float rounding
-    # (the same code: greedy 0.9 and acting 0.54 on one machine, 0.69 and 0.25 on
-    # another), so the bars are clear learning; the benchmark's 0.9 is benchmarks/muzero.py's.
-    assert result.history[-1]["eval/episodic_return"] >= 0.5
-    assert final_return(result, last=2) >= 0.0  # the acting policy, Gumbel noise and all
+    assert result.history[-1]["eval/episodic_return"] >= 0.95  # random play: about -0.6
+    assert final_return(result, last=2) >= 0.5

@@ -277,3 +277,11 @@ def test_summary_by_hand(tmp_path):
     assert row.startswith("ppo on gymnax:CartPole-v1  3  ")
     assert "400 (2/3)" in row
     assert header.index("seeds") == row.index("3  ")
+
+
+def test_numbers_print_without_exponents_where_a_reader_expects_none():
+    from podracer.runs.tools.aggregate import format_number
+
+    assert [format_number(x) for x in (2490.0, 0.87129, 84.8, 0.0, -1.0, 2e-4, math.nan)] == [
+        "2,490.0", "0.8713", "84.8", "0", "-1", "2.00e-04", "-",
+    ]  # fmt: skip

@@ -48,7 +48,7 @@ def test_actor_layouts_come_from_the_agents_preset_unless_given():
         return config.envs_per_thread, config.rollout_length
 
     assert layout() == (16, 32)
-    assert layout("--agent", "muzero") == (32, 16)  # Anakin's MuZero layout: replayed ~2x
+    assert layout("--agent", "muzero") == (32, 16)  # Anakin's MuZero layout
     assert layout("--agent", "muzero", "--envs-per-thread", "8") == (8, 16)
     assert layout("--agent", "ppo", "--rollout-length", "64") == (16, 64)
 

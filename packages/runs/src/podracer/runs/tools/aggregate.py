@@ -378,9 +378,11 @@ def write_csv(summaries: Sequence[Summary], path: str | os.PathLike) -> str:
 
 
 def format_number(value: float, digits: int = 4) -> str:
-    """Thousands separated, never an exponent: 1,975.3, 0.8713, 84.8."""
+    """Thousands separated, an exponent only below 1e-3: 1,975.3, 0.8713, 84.8, 0."""
     if not math.isfinite(value):
         return "-"
+    if value == 0:
+        return "0"
     if abs(value) >= 100:
         return f"{value:,.1f}"
     return f"{value:.{digits}g}" if abs(value) >= 1e-3 else f"{value:.2e}"
