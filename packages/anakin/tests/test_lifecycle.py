@@ -98,6 +98,35 @@ def test_a_second_signal_exits_at_once(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("stop", ["budget", "SIGTERM"])
+def test_a_chunk_of_hours_is_stopped_in_bounded_time(tmp_path, stop):
+    # 10^7 updates per chunk (hours): the loop runs it in calls of at most a quarter of the
+    # wall-clock budget, so the budget, or a signal, ends the run within one such call.
+    budget = "6" if stop == "budget" else "40"  # calls of <= 1.5 s, or <= 10 s
+    start = time.monotonic()
+    child = anakin("--updates-per-chunk", str(10**7), "--total-env-steps", str(10**12),
+                   "--max-wall-seconds", budget, "--runs-root", str(tmp_path),
+                   "--run-name", "long", "--no-progress")  # fmt: skip
+    if stop == "SIGTERM":
+        while not (tmp_path / "long" / "metrics.jsonl").exists():
+            assert child.poll() is None, child.communicate()
+            time.sleep(0.05)
+        signaled = time.monotonic()
+        child.send_signal(signal.SIGTERM)
+    _, err = child.communicate(timeout=120)
+    assert child.returncode == 0 and "Traceback" not in err, err[-3000:]
+    assert "a chunk of 10,000,000 updates would take about" in err
+    if stop == "SIGTERM":
+        assert time.monotonic() - signaled < 25  # one call (<= 10 s) and the final save
+        assert "interrupted at env step" in err
+    else:
+        assert time.monotonic() - start < 60  # start-up, compile, 6 s, one call, save
+    (step,) = os.listdir(tmp_path / "long" / "checkpoints")  # the final checkpoint
+    rows = (tmp_path / "long" / "metrics.jsonl").read_text().splitlines()
+    assert int(step) == len(rows) >= 1  # each call a loop step with its row
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
 def test_a_signal_during_start_up_is_one_line_and_writes_nothing(tmp_path, name):
     # The preset line is printed right after parsing; JAX, the env and the agent's init

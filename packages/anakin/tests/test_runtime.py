@@ -69,6 +69,23 @@ def test_chunk_compiles_once_and_counts_updates():
     assert np.isfinite(float(metrics.losses["losses/value"]))
 
 
+def test_a_chunk_split_into_calls_gives_the_same_state():
+    # What the run loop does with a chunk too long to stop in bounded time.
+    env = make("catch")
+    agent = make_agent("ppo", env.spec)
+    mesh = make_mesh(1)
+    init = make_init(agent, env, 8, mesh)
+    chunk = make_chunk(agent, env, 4, 5, mesh)
+    whole, _ = chunk(init(jax.random.PRNGKey(0)))
+    split = init(jax.random.PRNGKey(0))
+    for updates in (2, 1, 2):
+        split, metrics = chunk(split, updates)
+    assert chunk.traces == 1 and int(split.train.update_step) == int(whole.train.update_step)
+    jax.tree.map(np.testing.assert_array_equal, jax.device_get(whole), jax.device_get(split))
+    with pytest.raises(ValueError, match="at least 1 update"):
+        chunk(split, 0)
+
+
 def test_run_writes_config_metrics_and_evaluates(tmp_path):
     config = dataclasses.replace(
         TINY, run_name="tiny", runs_root=str(tmp_path), eval_interval=160, eval_episodes=4,
@@ -154,10 +171,11 @@ def test_resume_is_bit_exact(tmp_path, agent):
     assert [strip(x) for x in lines("a")] == [strip(x) for x in lines("b")]
 
 
-def test_wall_clock_budget_stops_after_the_chunk_that_passes_it(tmp_path):
+def test_wall_clock_budget_stops_after_the_call_that_passes_it(tmp_path):
     config = dataclasses.replace(TINY, max_wall_seconds=1e-9, run_name="w", runs_root=str(tmp_path))
     result = train(config)
-    assert result.env_steps == 160 and len(result.history) == 1  # 1 of 3 chunks
+    # A budget shorter than a chunk splits chunks into calls of fewer updates (here 1).
+    assert result.env_steps == TINY.steps_per_update and len(result.history) == 1
     assert result.history[0]["timing/elapsed"] > 0
     assert (tmp_path / "w" / "checkpoints" / "1").exists()  # the final checkpoint
     with pytest.raises(ValueError, match="AnakinConfig.max_wall_seconds"):

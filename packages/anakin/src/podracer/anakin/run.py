@@ -8,6 +8,8 @@ checkpoint's shared `train` item, the rest its `runtime` item.
 from __future__ import annotations
 
 import math
+import sys
+import time
 from collections.abc import Callable
 from typing import Any
 from typing import NamedTuple
@@ -73,6 +75,43 @@ def build(config: AnakinConfig, env) -> tuple[Any, Program]:
     chunk = make_chunk(agent, env, config.rollout_length, config.updates_per_chunk, mesh, seeds)
     shardings = state_shardings(mesh, abstract, seeds)
     return agent, Program(init, chunk, evaluate, abstract_like(abstract, shardings))
+
+
+MAX_CALL_SECONDS = 30.0  # a stop request (signal, wall-clock budget) waits about this long
+
+
+def call_cap(program: Program, state: Any, config: AnakinConfig, report: bool) -> int:
+    """The most updates one compiled call may make: the whole chunk, unless the chunk
+    would take longer than `MAX_CALL_SECONDS` (a quarter of `max_wall_seconds` if that is
+    less); then chunks run as several calls, each a loop step (stop votes, logging and
+    checkpoints between them), and one line says so. Measured on a copy of the state
+    (compiling the chunk, then timing one update), so the run itself is untouched;
+    processes agree on the slowest one's figure, as every call is collective."""
+    if config.updates_per_chunk == 1:
+        return 1
+    probe, _ = program.chunk(jax.tree.map(jnp.copy, state), 1)  # compiles
+    block(probe)
+    start = time.perf_counter()
+    block(program.chunk(probe, 1))
+    seconds = time.perf_counter() - start
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        seconds = float(np.max(multihost_utils.process_allgather(np.float64(seconds))))
+    budget = config.max_wall_seconds
+    limit = min(MAX_CALL_SECONDS, budget / 4) if budget > 0 else MAX_CALL_SECONDS
+    cap = max(1, int(limit / max(seconds, 1e-9)))
+    if cap >= config.updates_per_chunk:
+        return config.updates_per_chunk
+    if report:
+        print(
+            f"anakin: a chunk of {config.updates_per_chunk:,} updates would take about "
+            f"{config.updates_per_chunk * seconds:,.0f} s ({seconds * 1e3:,.1f} ms per update): "
+            f"it runs as calls of {cap:,} updates, so that a stop is honoured within about "
+            f"{limit:,.0f} s",
+            file=sys.stderr, flush=True,
+        )  # fmt: skip
+    return cap
 
 
 def seed_keys(seed: int, num_seeds: int, offset: int = 0) -> jax.Array:
@@ -146,11 +185,15 @@ def train(
         else:
             state = restored.runtime._replace(train=restored.train)
         run.begin(env.spec, f"compiling a chunk of {config.updates_per_chunk} updates ...")
-        rows = _Rows(config.num_seeds)
+        rows, cap = _Rows(config.num_seeds), None
         while run.running():
-            state, metrics = program.chunk(state)
+            if cap is None:  # in the first loop step, which compiles
+                cap = call_cap(program, state, config, run.is_writer)
+            done = run.env_steps // config.steps_per_update  # updates of the whole run
+            updates = min(cap, config.updates_per_chunk - done % config.updates_per_chunk)
+            state, metrics = program.chunk(state, updates)
             rows.add(jax.device_get(block(metrics)), run.step_seconds())
-            run.advance(config.steps_per_chunk)
+            run.advance(updates * config.steps_per_update)
             evaluate = program.evaluate is not None and run.due("eval")
             if evaluate or run.due("log"):
                 row = rows.take()

@@ -204,7 +204,12 @@ def make_chunk(
     mesh: Mesh,
     num_seeds: int = 1,
 ):
-    """The compiled training chunk: `chunk(state) -> (state, ChunkMetrics)`.
+    """The compiled training chunk: `chunk(state, updates=None) -> (state, ChunkMetrics)`.
+
+    `updates` (default `updates_per_chunk`) is an argument of the one compiled program,
+    not a shape: the run loop can make a call shorter (a long chunk split so a stop
+    request is honoured in bounded time, or the run's last updates) without compiling
+    again, and `n` updates in one call or in several give the same state.
 
     With `num_seeds > 1` the chunk is vmapped over the state's leading seed axis (one
     program trains every seed; metrics get a leading `[S]` axis)."""
@@ -223,7 +228,7 @@ def make_chunk(
         state = RunnerState(train, env_state, timestep, env_key, replay_state, core)
         return state, losses, sums
 
-    def chunk(state: RunnerState):
+    def chunk(state: RunnerState, updates: jax.Array):
         losses_shape = jax.eval_shape(lambda s: one_update(s)[1], state)
         zeros = (
             jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), losses_shape),
@@ -237,29 +242,32 @@ def make_chunk(
             episode_sums = jax.tree.map(jnp.add, episode_sums, sums)
             return state, (loss_sum, episode_sums)
 
+        # A trip count known only at run time: the loop is a while loop either way.
         state, (loss_sum, (ret, length, count)) = jax.lax.fori_loop(
-            0, updates_per_chunk, body, (state, zeros)
+            0, updates, body, (state, zeros)
         )
-        losses = jax.tree.map(lambda x: x / updates_per_chunk, loss_sum)
+        losses = jax.tree.map(lambda x: x / jnp.maximum(updates, 1), loss_sum)
         return state, ChunkMetrics(losses, ret, length, count)
 
-    per_device = chunk if num_seeds == 1 else jax.vmap(chunk)
+    per_device = chunk if num_seeds == 1 else jax.vmap(chunk, in_axes=(0, None))
 
-    def compiled(state: RunnerState):
+    def compiled(state: RunnerState, updates: jax.Array):
         in_specs = jax.tree.map(lambda s: s.spec, state_shardings(mesh, state, num_seeds))
         out_specs = (in_specs, ChunkMetrics(P(), P(), P(), P()))
         # check_vma=False: environments legitimately emit device-invariant constants (a
         # never-truncating env's `truncated`), which the varying-axis check rejects as scan
         # carries; replication of the outputs is guaranteed by pmean/psum above.
         return jax.shard_map(
-            per_device, mesh=mesh, in_specs=(in_specs,), out_specs=out_specs, check_vma=False
-        )(state)
+            per_device, mesh=mesh, in_specs=(in_specs, P()), out_specs=out_specs,
+            check_vma=False,
+        )(state, updates)  # fmt: skip
 
-    return _jit_with_state_shardings(compiled, mesh, num_seeds)
+    return _jit_with_state_shardings(compiled, mesh, num_seeds, updates_per_chunk)
 
 
-def _jit_with_state_shardings(fn, mesh: Mesh, num_seeds: int = 1):
-    """jit `fn(state) -> (state, metrics)` with the state's layout pinned in and out.
+def _jit_with_state_shardings(fn, mesh: Mesh, num_seeds: int, updates_per_chunk: int):
+    """jit `fn(state, updates) -> (state, metrics)` with the state's layout pinned in and
+    out; `call(state, updates=updates_per_chunk)`.
 
     Pinning matters: on a 1-device mesh jit would return `P()` for sharded inputs, and
     the second call would compile again. The jitted function is built on first use,
@@ -268,27 +276,34 @@ def _jit_with_state_shardings(fn, mesh: Mesh, num_seeds: int = 1):
     jitted function's `Lowered` (its HLO, for profiles: benchmarks/profile_chunk.py).
     """
     cache = {}
+    replicated = NamedSharding(mesh, P())
 
-    def traced(state):
+    def traced(state, updates):
         call.traces += 1  # runs once per trace: a public recompilation counter for tests
-        return fn(state)
+        return fn(state, updates)
 
     def jitted(state):
         if "jit" not in cache:
             shardings = state_shardings(mesh, state, num_seeds)
             cache["jit"] = jax.jit(
                 traced,
-                in_shardings=(shardings,),
-                out_shardings=(shardings, NamedSharding(mesh, P())),
+                in_shardings=(shardings, replicated),
+                out_shardings=(shardings, replicated),
                 donate_argnums=0,
             )
         return cache["jit"]
 
-    def call(state):
-        return jitted(state)(state)
+    def count(updates: int | None) -> jax.Array:
+        n = updates_per_chunk if updates is None else int(updates)
+        if n < 1:
+            raise ValueError(f"a chunk makes at least 1 update, got {n}")
+        return jnp.int32(n)
+
+    def call(state, updates: int | None = None):
+        return jitted(state)(state, count(updates))
 
     call.traces = 0
-    call.lower = lambda state: jitted(state).lower(state)
+    call.lower = lambda state, updates=None: jitted(state).lower(state, count(updates))
     return call
 
 
