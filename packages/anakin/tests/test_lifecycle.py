@@ -27,7 +27,9 @@ from podracer.anakin.cli import main
 from podracer.runs import read_tensorboard
 
 CHUNK = 8 * 4 * 5  # env steps per chunk of the tiny config
-TINY = ["--num-envs", "8", "--rollout-length", "4", "--updates-per-chunk", "5"]
+# A row per chunk (a call ends at each row).
+TINY = ["--num-envs", "8", "--rollout-length", "4", "--updates-per-chunk", "5", "--log-interval",
+        str(CHUNK)]  # fmt: skip
 VOLATILE = ("time", "charts/SPS", "timing/")  # wall-clock columns
 
 
@@ -71,7 +73,7 @@ def test_a_signal_ends_with_a_checkpoint_and_the_resumed_run_equals_an_uninterru
                      "--total-env-steps", str(total))  # fmt: skip
     _, err = resumed.communicate(timeout=300)
     assert resumed.returncode == 0, err[-3000:]
-    reference = train(AnakinConfig(num_envs=8, rollout_length=4, updates_per_chunk=5,
+    reference = train(AnakinConfig(num_envs=8, rollout_length=4, updates_per_chunk=5, log_interval=CHUNK,
                                    total_env_steps=total, runs_root=root, run_name="ref",
                                    progress=False))  # fmt: skip
     rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
@@ -163,7 +165,7 @@ def test_a_resume_with_another_agent_or_network_is_refused_naming_the_fields(tmp
 
 
 def test_a_corrupt_newest_checkpoint_falls_back_to_the_previous(tmp_path, capsys):
-    config = AnakinConfig(num_envs=8, rollout_length=4, updates_per_chunk=5, progress=False,
+    config = AnakinConfig(num_envs=8, rollout_length=4, updates_per_chunk=5, log_interval=CHUNK, progress=False,
                           total_env_steps=3 * CHUNK, checkpoint_interval=CHUNK,
                           runs_root=str(tmp_path), run_name="c")  # fmt: skip
     full = train(config)
@@ -179,7 +181,7 @@ def test_a_corrupt_newest_checkpoint_falls_back_to_the_previous(tmp_path, capsys
 @pytest.mark.slow
 @pytest.mark.parametrize("damage", ["truncated data", "garbled metadata"])
 def test_evaluating_an_unreadable_checkpoint_is_one_line(tmp_path, damage):
-    config = AnakinConfig(num_envs=8, rollout_length=4, updates_per_chunk=5, progress=False,
+    config = AnakinConfig(num_envs=8, rollout_length=4, updates_per_chunk=5, log_interval=CHUNK, progress=False,
                           total_env_steps=CHUNK, runs_root=str(tmp_path), run_name="u")  # fmt: skip
     train(config)
     checkpoint = tmp_path / "u" / "checkpoints" / "1"

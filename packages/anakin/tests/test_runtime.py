@@ -47,6 +47,7 @@ TINY = AnakinConfig(
     rollout_length=4,
     updates_per_chunk=5,
     total_env_steps=3 * 160,
+    log_interval=160,  # a row per chunk (calls end at rows)
     progress=False,
     tensorboard=False,
 )
@@ -151,8 +152,9 @@ def test_resume_is_bit_exact(tmp_path, agent):
     )  # fmt: skip
     if agent == "ppo":  # minibatches must divide the rollout
         config = dataclasses.replace(
-            config, rollout_length=8, total_env_steps=3 * 320, checkpoint_interval=320
-        )
+            config, rollout_length=8, total_env_steps=3 * 320, checkpoint_interval=320,
+            log_interval=320,
+        )  # fmt: skip
     full = train(config)
     # Pretend the run died after its first checkpoint: keep only checkpoint 1, resume.
     shutil.copytree(tmp_path / "a", tmp_path / "b")
@@ -177,6 +179,35 @@ def test_wall_clock_budget_stops_after_the_call_that_passes_it(tmp_path):
     # A budget shorter than a chunk splits chunks into calls of fewer updates (here 1).
     assert result.env_steps == TINY.steps_per_update and len(result.history) == 1
     assert result.history[0]["timing/elapsed"] > 0
-    assert (tmp_path / "w" / "checkpoints" / "1").exists()  # the final checkpoint
+    assert os.listdir(tmp_path / "w" / "checkpoints") == ["1"]  # the final checkpoint
     with pytest.raises(ValueError, match="AnakinConfig.max_wall_seconds"):
         AnakinConfig(max_wall_seconds=-1.0)
+
+
+def test_rows_within_chunks_split_them_and_learn_what_whole_chunks_learn(tmp_path):
+    # Four chunks of 50 updates, a row every 2 updates: calls end at rows, evaluations
+    # fall where they are due.
+    config = dataclasses.replace(
+        TINY, updates_per_chunk=50, total_env_steps=4 * 50 * 32, log_interval=64,
+        eval_interval=1600, eval_episodes=4, runs_root=str(tmp_path), run_name="rows",
+    )  # fmt: skip
+    rows = train(config)
+    assert [r["env_steps"] for r in rows.history] == [64 * (i + 1) for i in range(100)]
+    evaluated = [r["env_steps"] for r in rows.history if "eval/episodic_return" in r]
+    assert evaluated == [1600, 3200, 4800, 6400]
+    chunks = train(dataclasses.replace(config, log_interval=50 * 32, run_name="chunks"))
+    assert len(chunks.history) == 4
+    jax.tree.map(np.testing.assert_array_equal, jax.device_get(rows.state),
+                 jax.device_get(chunks.state))  # fmt: skip
+    assert rows.history[-1]["eval/episodic_return"] == chunks.history[-1]["eval/episodic_return"]
+    # Episodes are counted once whichever rows they fall in.
+    episodes = lambda result: sum(r["charts/episodes"] for r in result.history)
+    assert episodes(rows) == episodes(chunks) > 0
+
+
+def test_a_row_falls_at_the_first_update_that_reaches_each_log_interval(tmp_path):
+    # 32 env steps per update; the run ends at a whole chunk (160 env steps), rounded up.
+    config = dataclasses.replace(TINY, log_interval=50, total_env_steps=256,
+                                 runs_root=str(tmp_path), run_name="i")  # fmt: skip
+    steps = [r["env_steps"] for r in train(config).history]
+    assert steps == [64, 128, 160, 224, 256, 320]

@@ -19,7 +19,7 @@ VOLATILE = ("time", "charts/SPS", "timing/")
 
 def tiny(tmp_path, **changes) -> AnakinConfig:
     fields = dict(num_envs=8, rollout_length=8, updates_per_chunk=4, total_env_steps=3 * 256,
-                  runs_root=str(tmp_path), progress=False, eval_interval=512,
+                  runs_root=str(tmp_path), progress=False, eval_interval=512, log_interval=256,
                   eval_episodes=4)  # fmt: skip
     return AnakinConfig(**{**fields, **changes})
 

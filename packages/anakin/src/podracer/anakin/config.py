@@ -25,7 +25,10 @@ class AnakinConfig(RunConfig):
     total_env_steps: int = 409_600  # rounded up to whole chunks
     num_envs: int = 128  # global batch of environments, split over devices
     rollout_length: int = 16  # T: environment steps per update
-    updates_per_chunk: int = 50  # K: updates per compiled chunk (one host call)
+    updates_per_chunk: int = 50  # K: updates per compiled chunk
+    # Env steps between metric rows, a chunk split into calls where rows fall within it;
+    # 0: a row per chunk (the fastest: each call costs host work and a sync).
+    log_interval: int = 0
     num_devices: int | None = None  # None: every device of every process
     # Independent runs of seeds seed, seed+1, ..., as one vmapped program (metrics, a
     # TensorBoard run and checkpoints per seed); seed k trains as a run with seed+k would.
@@ -55,6 +58,11 @@ class AnakinConfig(RunConfig):
     @property
     def num_chunks(self) -> int:
         return -(-self.total_env_steps // self.steps_per_chunk)
+
+    @property
+    def planned_env_steps(self) -> int:
+        """Whole chunks: a learning-rate schedule spans `num_chunks` of them."""
+        return self.num_chunks * self.steps_per_chunk
 
     def check_devices(self, num_available: int) -> int:
         """The device count to use, after every check that needs it (or the agent's config

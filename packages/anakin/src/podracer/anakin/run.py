@@ -114,6 +114,20 @@ def call_cap(program: Program, state: Any, config: AnakinConfig, report: bool) -
     return cap
 
 
+def plan(config: AnakinConfig, cap: int, done: int) -> int:
+    """The updates of the next call, `done` updates into the run: up to the end of the
+    chunk, at most `cap`, and with a `log_interval`, up to the first update that reaches
+    the next row. A call is a loop step; how calls split a chunk never changes what it
+    learns, but each extra call costs: benchmarks/harness_ab.py."""
+    k = config.updates_per_chunk
+    updates = min(cap, k - done % k)
+    if config.log_interval:
+        steps, interval = done * config.steps_per_update, config.log_interval
+        row = -(-(steps // interval + 1) * interval // config.steps_per_update) - done
+        updates = min(updates, row)
+    return max(1, updates)
+
+
 def seed_keys(seed: int, num_seeds: int, offset: int = 0) -> jax.Array:
     """The run's key (one seed), or one key per seed `[S, 2]`: seed k's is seed+k's own."""
     if num_seeds == 1:
@@ -132,32 +146,33 @@ def greedy_returns(program: Program, config: AnakinConfig, params: Any, step: in
 
 
 class _Rows:
-    """Sums chunk metrics (host values, `[S]` per seed) until the next logged row."""
+    """Sums the calls' metrics (host values, `[S]` per seed) until the next logged row:
+    episodes by count, losses weighted by each call's updates."""
 
     def __init__(self, num_seeds: int) -> None:
         self._num_seeds = num_seeds
         self._sums, self._losses = np.zeros((3, num_seeds)), {}
-        self._chunks, self._seconds = 0, 0.0
+        self._updates, self._seconds = 0, 0.0
 
-    def add(self, metrics: ChunkMetrics, seconds: float) -> None:
+    def add(self, metrics: ChunkMetrics, updates: int, seconds: float) -> None:
         sums = [metrics.episode_return_sum, metrics.episode_length_sum, metrics.episode_count]
         self._sums += np.reshape(sums, (3, self._num_seeds))
-        for k, v in metrics.losses.items():
-            self._losses[k] = self._losses.get(k, 0.0) + np.reshape(v, self._num_seeds)
-        self._chunks += 1
+        for k, v in metrics.losses.items():  # each the mean over the call's updates
+            self._losses[k] = self._losses.get(k, 0.0) + updates * np.reshape(v, self._num_seeds)
+        self._updates += updates
         self._seconds += seconds
 
     def take(self) -> list[dict[str, float]]:
         """One row per seed."""
-        chunks = max(self._chunks, 1)
+        updates = max(self._updates, 1)
         rows = []
         for k, (returns, lengths, count) in enumerate(self._sums.T.tolist()):
             rows.append({
                 "charts/episodic_return": returns / count if count else math.nan,
                 "charts/episodic_length": lengths / count if count else math.nan,
                 "charts/episodes": count,
-                "timing/chunk": self._seconds / chunks,
-                **{name: float(v[k]) / chunks for name, v in self._losses.items()},
+                "timing/update": self._seconds / updates,
+                **{name: float(v[k]) / updates for name, v in self._losses.items()},
             })  # fmt: skip
         self.__init__(self._num_seeds)
         return rows
@@ -189,10 +204,9 @@ def train(
         while run.running():
             if cap is None:  # in the first loop step, which compiles
                 cap = call_cap(program, state, config, run.is_writer)
-            done = run.env_steps // config.steps_per_update  # updates of the whole run
-            updates = min(cap, config.updates_per_chunk - done % config.updates_per_chunk)
+            updates = plan(config, cap, run.env_steps // config.steps_per_update)
             state, metrics = program.chunk(state, updates)
-            rows.add(jax.device_get(block(metrics)), run.step_seconds())
+            rows.add(jax.device_get(block(metrics)), updates, run.step_seconds())
             run.advance(updates * config.steps_per_update)
             evaluate = program.evaluate is not None and run.due("eval")
             if evaluate or run.due("log"):

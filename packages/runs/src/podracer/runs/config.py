@@ -127,6 +127,12 @@ class RunConfig:
         "wandb_entity", "wandb_mode", "progress", "cluster",
     })  # fmt: skip
 
+    @property
+    def planned_env_steps(self) -> int:
+        """The env steps the run makes: `total_env_steps`, which a runtime may round up to
+        its unit of work (Anakin: whole chunks, whatever the calls that make them)."""
+        return self.total_env_steps
+
     def __post_init__(self) -> None:
         check_finite(self)
         if not isinstance(self.env, str) or not self.env:

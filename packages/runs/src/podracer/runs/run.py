@@ -255,6 +255,10 @@ class Run:
         config = self.config
         if self._signals.requested is not None:  # during start-up: nothing written yet
             raise signals.Interrupted(self._signals.requested)
+        # From here a signal stops the run after its current step (a final checkpoint);
+        # in place before metrics.jsonl exists, so no one sees the run without them.
+        self._signals.on_first = signals.after_the_step
+        self._signals.__enter__()
         if config.video_interval:
             _check_renders(spec, type(config).__name__)
         if self.is_writer:
@@ -286,13 +290,12 @@ class Run:
             f"{self.runtime}: {config.agent} on {config.env}, run {self.dir.path} ({how})"
         )
         self._progress.status(f"{self.runtime}: {status}")
-        self._signals.on_first = signals.after_the_step
-        self._signals.__enter__()
         self._last = self.env_steps >= self.total_env_steps
 
     @property
     def total_env_steps(self) -> int:
-        return self.config.total_env_steps
+        """Where the run ends: `total_env_steps` rounded up to the runtime's unit."""
+        return self.config.planned_env_steps
 
     # -- the loop -------------------------------------------------------------------
 
@@ -315,6 +318,11 @@ class Run:
         budget = self.config.max_wall_seconds
         return self._signals.requested is not None or (0 < budget <= self.elapsed)
 
+    def agreed_stop(self) -> bool:
+        """Whether any process votes to stop now (collective with several processes)."""
+        stop = self.stop_vote()
+        return _any_process(stop) if self.num_processes > 1 else stop
+
     def advance(self, env_steps: int, stop: bool | None = None) -> None:
         """A loop step of `env_steps` env steps (all processes) has finished.
 
@@ -331,9 +339,7 @@ class Run:
         if self._first_step is None:
             self._first_step = (now, self.env_steps)
         if stop is None:
-            stop = self.stop_vote()
-            if self.num_processes > 1:
-                stop = _any_process(stop)
+            stop = self.agreed_stop()
         if stop and self.env_steps < self.total_env_steps:
             self.interrupted = self._signals.requested is not None or not (
                 0 < self.config.max_wall_seconds <= self.elapsed
