@@ -73,9 +73,9 @@ def test_a_signal_ends_with_a_checkpoint_and_the_resumed_run_equals_an_uninterru
                      "--total-env-steps", str(total))  # fmt: skip
     _, err = resumed.communicate(timeout=300)
     assert resumed.returncode == 0, err[-3000:]
-    reference = train(AnakinConfig(num_envs=8, rollout_length=4, updates_per_chunk=5, log_interval=CHUNK,
-                                   total_env_steps=total, runs_root=root, run_name="ref",
-                                   progress=False))  # fmt: skip
+    reference = train(AnakinConfig(num_envs=8, rollout_length=4, updates_per_chunk=5,
+                                   log_interval=CHUNK, total_env_steps=total, runs_root=root,
+                                   run_name="ref", progress=False))  # fmt: skip
     rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
     assert [r["env_steps"] for r in rows] == list(range(CHUNK, total + 1, CHUNK))  # each once
     assert learning_columns(rows) == learning_columns(reference.history)
@@ -165,8 +165,8 @@ def test_a_resume_with_another_agent_or_network_is_refused_naming_the_fields(tmp
 
 
 def test_a_corrupt_newest_checkpoint_falls_back_to_the_previous(tmp_path, capsys):
-    config = AnakinConfig(num_envs=8, rollout_length=4, updates_per_chunk=5, log_interval=CHUNK, progress=False,
-                          total_env_steps=3 * CHUNK, checkpoint_interval=CHUNK,
+    config = AnakinConfig(num_envs=8, rollout_length=4, updates_per_chunk=5, log_interval=CHUNK,
+                          progress=False, total_env_steps=3 * CHUNK, checkpoint_interval=CHUNK,
                           runs_root=str(tmp_path), run_name="c")  # fmt: skip
     full = train(config)
     checkpoints = tmp_path / "c" / "checkpoints"
@@ -181,8 +181,9 @@ def test_a_corrupt_newest_checkpoint_falls_back_to_the_previous(tmp_path, capsys
 @pytest.mark.slow
 @pytest.mark.parametrize("damage", ["truncated data", "garbled metadata"])
 def test_evaluating_an_unreadable_checkpoint_is_one_line(tmp_path, damage):
-    config = AnakinConfig(num_envs=8, rollout_length=4, updates_per_chunk=5, log_interval=CHUNK, progress=False,
-                          total_env_steps=CHUNK, runs_root=str(tmp_path), run_name="u")  # fmt: skip
+    config = AnakinConfig(num_envs=8, rollout_length=4, updates_per_chunk=5, log_interval=CHUNK,
+                          progress=False, total_env_steps=CHUNK, runs_root=str(tmp_path),
+                          run_name="u")  # fmt: skip
     train(config)
     checkpoint = tmp_path / "u" / "checkpoints" / "1"
     if damage == "truncated data":  # Orbax then left its other reads to fail when collected
