@@ -318,11 +318,6 @@ class Run:
         budget = self.config.max_wall_seconds
         return self._signals.requested is not None or (0 < budget <= self.elapsed)
 
-    def agreed_stop(self) -> bool:
-        """Whether any process votes to stop now (collective with several processes)."""
-        stop = self.stop_vote()
-        return _any_process(stop) if self.num_processes > 1 else stop
-
     def advance(self, env_steps: int, stop: bool | None = None) -> None:
         """A loop step of `env_steps` env steps (all processes) has finished.
 
@@ -339,7 +334,9 @@ class Run:
         if self._first_step is None:
             self._first_step = (now, self.env_steps)
         if stop is None:
-            stop = self.agreed_stop()
+            stop = self.stop_vote()
+            if self.num_processes > 1:
+                stop = _any_process(stop)
         if stop and self.env_steps < self.total_env_steps:
             self.interrupted = self._signals.requested is not None or not (
                 0 < self.config.max_wall_seconds <= self.elapsed
