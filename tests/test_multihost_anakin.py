@@ -23,7 +23,7 @@ SCRIPT = textwrap.dedent(
     config = AnakinConfig(num_envs=8, rollout_length=4, updates_per_chunk=5,
                           total_env_steps=int(chunks) * 160, progress=False, tensorboard=False,
                           run_name=name, runs_root=root,
-                          checkpoint_interval=160, resume=resume == "resume",
+                          checkpoint_interval=160, log_interval=160, resume=resume == "resume",
                           cluster=DistributedConfig(distributed=where == "dist"))
     result = train(config)
     # A fingerprint per parameter array keeps the line short: sum, sum of squares, first value.
@@ -110,7 +110,7 @@ FAULT_SCRIPT = textwrap.dedent(
     config = AnakinConfig(num_envs=8, rollout_length=4, updates_per_chunk=5,
                           total_env_steps=4 * 160, progress=False, tensorboard=False,
                           run_name="fault", runs_root=root,
-                          checkpoint_interval=160, resume=resume,
+                          checkpoint_interval=160, log_interval=160, resume=resume,
                           cluster=DistributedConfig(distributed=True, heartbeat_timeout=10))
     initialize_distributed(config.cluster)  # before jax.process_index() starts a backend
     if kill and jax.process_index() == 1:

@@ -20,6 +20,7 @@ from podracer.anakin import make_chunk
 from podracer.anakin import make_init
 from podracer.anakin import make_mesh
 from podracer.anakin import train
+from podracer.anakin.runtime import MAX_ROWS
 from podracer.envs import make
 from podracer.search import DiscreteSupport
 from podracer.search import SearchConfig
@@ -47,7 +48,7 @@ TINY = AnakinConfig(
     rollout_length=4,
     updates_per_chunk=5,
     total_env_steps=3 * 160,
-    log_interval=160,  # a row per chunk (calls end at rows)
+    log_interval=160,  # a row per chunk
     progress=False,
     tensorboard=False,
 )
@@ -66,8 +67,28 @@ def test_chunk_compiles_once_and_counts_updates():
     # The jitted chunk's HLO, for profiles (benchmarks/profile_chunk.py), from its trace.
     assert "while" in chunk.lower(state).as_text() and chunk.traces == 1
     # Catch episodes last exactly 9 steps; 15 updates x 4 steps x 8 envs = 480 steps.
-    assert float(metrics.episode_length_sum) == 9.0 * float(metrics.episode_count)
-    assert np.isfinite(float(metrics.losses["losses/value"]))
+    lengths, count = np.asarray(metrics.episode_length_sum), np.asarray(metrics.episode_count)
+    assert lengths.shape == (MAX_ROWS + 1,) and lengths[0] == 9.0 * count[0] > 0
+    assert not lengths[1:].any() and np.isfinite(float(metrics.losses["losses/value"][0]))
+
+
+def test_a_chunk_bins_its_metrics_by_the_rows_it_is_given():
+    env = make("catch")
+    agent = make_agent("qlambda", env.spec)
+    mesh = make_mesh(1)
+    init = make_init(agent, env, 8, mesh)
+    chunk = make_chunk(agent, env, 9, 6, mesh)  # a rollout of 9 steps: an episode per env
+    whole, totals = chunk(init(jax.random.PRNGKey(0)))
+    binned, bins = chunk(init(jax.random.PRNGKey(0)), 6, rows=(1, 3))
+    jax.tree.map(np.testing.assert_array_equal, jax.device_get(whole), jax.device_get(binned))
+    # Rows of 1 and 2 updates, then 3 updates after the last row: 8 episodes an update.
+    np.testing.assert_array_equal(bins.episode_count[:4], [8, 16, 24, 0])
+    for name, total in totals.losses.items():
+        np.testing.assert_allclose(bins.losses[name].sum(), total.sum(), rtol=1e-5)
+        assert not bins.losses[name][3:].any() and bins.losses[name][0] != 0
+    for bad in ((3, 1), (0,), (7,), tuple(range(1, MAX_ROWS + 2))):
+        with pytest.raises(ValueError, match="increasing update counts"):
+            chunk(binned, 6, rows=bad)
 
 
 def test_a_chunk_split_into_calls_gives_the_same_state():
@@ -122,7 +143,7 @@ def test_replay_fills_wraps_and_learns_from_samples():
     assert int(state.train.update_step) == 4 * 2  # 4 rollouts x 2 learner updates
     # Prioritised: learned priorities replaced the initial 1s of sampled rows.
     assert not np.all(np.asarray(state.replay.priorities) == 1.0)
-    assert np.isfinite(float(metrics.losses["losses/total"]))
+    assert np.isfinite(float(metrics.losses["losses/total"][0]))
     assert chunk.traces == 1
 
 
@@ -184,9 +205,9 @@ def test_wall_clock_budget_stops_after_the_call_that_passes_it(tmp_path):
         AnakinConfig(max_wall_seconds=-1.0)
 
 
-def test_rows_within_chunks_split_them_and_learn_what_whole_chunks_learn(tmp_path):
-    # Four chunks of 50 updates, a row every 2 updates: calls end at rows, evaluations
-    # fall where they are due.
+def test_rows_within_chunks_fall_where_due_and_learn_what_whole_chunks_learn(tmp_path):
+    # Four chunks of 50 updates, a row every 2 updates: the chunk bins its metrics by row,
+    # evaluations fall where they are due.
     config = dataclasses.replace(
         TINY, updates_per_chunk=50, total_env_steps=4 * 50 * 32, log_interval=64,
         eval_interval=1600, eval_episodes=4, runs_root=str(tmp_path), run_name="rows",
@@ -195,14 +216,36 @@ def test_rows_within_chunks_split_them_and_learn_what_whole_chunks_learn(tmp_pat
     assert [r["env_steps"] for r in rows.history] == [64 * (i + 1) for i in range(100)]
     evaluated = [r["env_steps"] for r in rows.history if "eval/episodic_return" in r]
     assert evaluated == [1600, 3200, 4800, 6400]
+    elapsed = [r["timing/elapsed"] for r in rows.history]
+    assert elapsed == sorted(elapsed) and all(r["charts/SPS"] > 0 for r in rows.history)
     chunks = train(dataclasses.replace(config, log_interval=50 * 32, run_name="chunks"))
     assert len(chunks.history) == 4
     jax.tree.map(np.testing.assert_array_equal, jax.device_get(rows.state),
                  jax.device_get(chunks.state))  # fmt: skip
     assert rows.history[-1]["eval/episodic_return"] == chunks.history[-1]["eval/episodic_return"]
-    # Episodes are counted once whichever rows they fall in.
-    episodes = lambda result: sum(r["charts/episodes"] for r in result.history)
-    assert episodes(rows) == episodes(chunks) > 0
+    # Episodes are counted once whichever rows they fall in, losses weighted by updates.
+    total = lambda result, key: sum(r[key] for r in result.history)
+    assert total(rows, "charts/episodes") == total(chunks, "charts/episodes") > 0
+    np.testing.assert_allclose(
+        total(rows, "losses/value") / 25, total(chunks, "losses/value"), rtol=1e-4
+    )
+
+
+def test_a_run_logs_about_a_hundred_rows_by_default_and_closes_one_at_a_checkpoint(tmp_path):
+    config = dataclasses.replace(
+        TINY, updates_per_chunk=50, total_env_steps=2 * 50 * 32, log_interval=0,
+        checkpoint_interval=800, runs_root=str(tmp_path), run_name="default",
+    )  # fmt: skip
+    steps = [r["env_steps"] for r in train(config).history]
+    # 3,200 env steps: a row every 32 (each update), and none twice at a chunk's end.
+    assert steps == [32 * (i + 1) for i in range(100)]
+    config = dataclasses.replace(config, total_env_steps=4 * 50 * 32, updates_per_chunk=25,
+                                 run_name="checkpoints")  # fmt: skip
+    steps = [r["env_steps"] for r in train(config).history]
+    # A row every 64 env steps, and one where a checkpoint (every chunk of 800) ends an open
+    # row, so that a resume loses none of its episodes.
+    checkpoints = [800 * k for k in (1, 3, 5, 7)]
+    assert steps == sorted([64 * (i + 1) for i in range(100)] + checkpoints)
 
 
 def test_a_row_falls_at_the_first_update_that_reaches_each_log_interval(tmp_path):

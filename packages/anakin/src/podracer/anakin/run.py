@@ -22,6 +22,7 @@ from podracer.agents import learner_updates
 from podracer.agents import make_agent
 from podracer.agents.validation import ConfigError
 from podracer.anakin.config import AnakinConfig
+from podracer.anakin.runtime import MAX_ROWS
 from podracer.anakin.runtime import ChunkMetrics
 from podracer.anakin.runtime import RunnerState
 from podracer.anakin.runtime import check_memory
@@ -114,18 +115,26 @@ def call_cap(program: Program, state: Any, config: AnakinConfig, report: bool) -
     return cap
 
 
-def plan(config: AnakinConfig, cap: int, done: int) -> int:
-    """The updates of the next call, `done` updates into the run: up to the end of the
-    chunk, at most `cap`, and with a `log_interval`, up to the first update that reaches
-    the next row. A call is a loop step; how calls split a chunk never changes what it
-    learns, but each extra call costs: benchmarks/harness_ab.py."""
+def plan(config: AnakinConfig, cap: int, done: int) -> tuple[int, list[int]]:
+    """The next call, `done` updates into the run: its updates (up to the end of the
+    chunk, at most `cap`, and at most through `MAX_ROWS` rows), and the update counts
+    within it at which metric rows end. A row ends at the first update that reaches each
+    multiple of `config.row_interval` env steps. How calls split a chunk never changes
+    what it learns; each call costs a host sync (benchmarks/harness_ab.py)."""
     k = config.updates_per_chunk
     updates = min(cap, k - done % k)
-    if config.log_interval:
-        steps, interval = done * config.steps_per_update, config.log_interval
-        row = -(-(steps // interval + 1) * interval // config.steps_per_update) - done
-        updates = min(updates, row)
-    return max(1, updates)
+    per_update, interval = config.steps_per_update, config.row_interval
+    rows = []
+    row = (done * per_update) // interval + 1  # the next row's number
+    while len(rows) < MAX_ROWS:
+        end = -(-row * interval // per_update) - done  # its first update reaching it
+        if end > updates:
+            break
+        rows.append(end)
+        row = (end + done) * per_update // interval + 1
+    if len(rows) == MAX_ROWS:
+        updates = rows[-1]
+    return updates, rows
 
 
 def seed_keys(seed: int, num_seeds: int, offset: int = 0) -> jax.Array:
@@ -146,19 +155,25 @@ def greedy_returns(program: Program, config: AnakinConfig, params: Any, step: in
 
 
 class _Rows:
-    """Sums the calls' metrics (host values, `[S]` per seed) until the next logged row:
-    episodes by count, losses weighted by each call's updates."""
+    """Sums the calls' binned metrics (host values, `[S]` per seed) until a row is
+    logged: episodes by count, losses weighted by their updates."""
 
     def __init__(self, num_seeds: int) -> None:
         self._num_seeds = num_seeds
         self._sums, self._losses = np.zeros((3, num_seeds)), {}
         self._updates, self._seconds = 0, 0.0
 
-    def add(self, metrics: ChunkMetrics, updates: int, seconds: float) -> None:
+    @property
+    def empty(self) -> bool:
+        return self._updates == 0
+
+    def add(self, metrics: ChunkMetrics, row: int, updates: int, seconds: float) -> None:
+        """Adds bin `row` of a call's metrics, which holds `updates` updates."""
+        pick = lambda x: np.reshape(np.asarray(x)[..., row], self._num_seeds)
         sums = [metrics.episode_return_sum, metrics.episode_length_sum, metrics.episode_count]
-        self._sums += np.reshape(sums, (3, self._num_seeds))
-        for k, v in metrics.losses.items():  # each the mean over the call's updates
-            self._losses[k] = self._losses.get(k, 0.0) + updates * np.reshape(v, self._num_seeds)
+        self._sums += np.stack([pick(x) for x in sums])
+        for k, v in metrics.losses.items():  # each the sum over the bin's updates
+            self._losses[k] = self._losses.get(k, 0.0) + pick(v)
         self._updates += updates
         self._seconds += seconds
 
@@ -201,21 +216,33 @@ def train(
             state = restored.runtime._replace(train=restored.train)
         run.begin(env.spec, f"compiling a chunk of {config.updates_per_chunk} updates ...")
         rows, cap = _Rows(config.num_seeds), None
+        per_update = config.steps_per_update
         while run.running():
             if cap is None:  # in the first loop step, which compiles
                 cap = call_cap(program, state, config, run.is_writer)
-            updates = plan(config, cap, run.env_steps // config.steps_per_update)
-            state, metrics = program.chunk(state, updates)
-            rows.add(jax.device_get(block(metrics)), updates, run.step_seconds())
-            run.advance(updates * config.steps_per_update)
+            done = run.env_steps // per_update
+            updates, ends = plan(config, cap, done)
+            state, metrics = program.chunk(state, updates, ends)
+            metrics = jax.device_get(block(metrics))
+            seconds = run.step_seconds()
+            run.advance(updates * per_update)
             evaluate = program.evaluate is not None and run.due("eval")
-            if evaluate or run.due("log"):
+            # A row still open is closed where a step must not leave it behind: at an
+            # evaluation, at a checkpoint (a resume starts from it) and at the end.
+            close = evaluate or run.due("checkpoint") or run.last
+            starts = [0, *ends]
+            bins = ends + ([updates] if close and (not ends or ends[-1] < updates) else [])
+            for k, end in enumerate(bins):
+                rows.add(metrics, k, end - starts[k], seconds * (end - starts[k]) / updates)
                 row = rows.take()
-                if evaluate:
+                if evaluate and end == updates:
                     returns = greedy_returns(program, config, state.train.params, run.step)
                     for r, value in zip(row, returns, strict=True):
                         r["eval/episodic_return"] = value
-                run.log(row if config.num_seeds > 1 else row[0])
+                run.log(row if config.num_seeds > 1 else row[0], (done + end) * per_update)
+            if len(bins) == len(ends) and updates > starts[-1]:  # the open row's updates
+                rows.add(metrics, len(ends), updates - starts[-1],
+                         seconds * (updates - starts[-1]) / updates)  # fmt: skip
             run.maybe_record(agent, state.train.params)
             run.maybe_save(env.spec, state.train, state._replace(train=None))
         return run.finish(state)

@@ -66,13 +66,21 @@ class RunnerState(NamedTuple):
     core: Any = ()
 
 
-class ChunkMetrics(NamedTuple):
-    """Sums over a chunk's updates and all devices; the host turns them into means."""
+# The most rows one call may end (static: the metrics' row axis is MAX_ROWS + 1 long, the
+# last bin holding the updates after the call's last row). 128 x a few scalars per call.
+MAX_ROWS = 128
 
-    losses: dict[str, chex.Array]  # mean over the chunk's updates
-    episode_return_sum: chex.Array  # [] float32, over episodes that ended in the chunk
-    episode_length_sum: chex.Array  # [] float32
-    episode_count: chex.Array  # [] float32
+
+class ChunkMetrics(NamedTuple):
+    """Sums over all devices, binned by the metric rows a call's updates belong to: bin k
+    (k < len(rows)) holds the updates of the call's k-th row, bin len(rows) the updates
+    after its last one (a row still open). Every leaf has a leading `[MAX_ROWS + 1]` axis
+    (after `[S]` in a multi-seed run); the host turns the sums into means."""
+
+    losses: dict[str, chex.Array]  # sums over each bin's updates
+    episode_return_sum: chex.Array  # float32, over episodes that ended in the bin
+    episode_length_sum: chex.Array  # float32
+    episode_count: chex.Array  # float32
 
 
 def make_mesh(num_devices: int) -> Mesh:
@@ -205,12 +213,15 @@ def make_chunk(
     mesh: Mesh,
     num_seeds: int = 1,
 ):
-    """The compiled training chunk: `chunk(state, updates=None) -> (state, ChunkMetrics)`.
+    """The compiled training chunk: `chunk(state, updates=None, rows=()) -> (state, ChunkMetrics)`.
 
     `updates` (default `updates_per_chunk`) is an argument of the one compiled program,
     not a shape: the run loop can make a call shorter (a long chunk split so a stop
     request is honoured in bounded time, or the run's last updates) without compiling
-    again, and `n` updates in one call or in several give the same state.
+    again, and `n` updates in one call or in several give the same state. `rows` (at
+    most `MAX_ROWS` increasing update counts within the call, also an argument) are where
+    metric rows end: the metrics come binned by them, so one call gives a run's rows
+    without ending at each (a call costs a host sync; benchmarks/harness_ab.py).
 
     With `num_seeds > 1` the chunk is vmapped over the state's leading seed axis (one
     program trains every seed; metrics get a leading `[S]` axis)."""
@@ -227,48 +238,41 @@ def make_chunk(
         train, losses, replay_state = learn(state.train, trajectory, state.replay)
         sums = jax.lax.psum(_episode_sums(trajectory.timestep), AXIS)
         state = RunnerState(train, env_state, timestep, env_key, replay_state, core)
-        return state, losses, sums
+        return state, ChunkMetrics(losses, *sums)
 
-    def chunk(state: RunnerState, updates: jax.Array):
-        losses_shape = jax.eval_shape(lambda s: one_update(s)[1], state)
-        zeros = (
-            jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), losses_shape),
-            (jnp.float32(0), jnp.float32(0), jnp.float32(0)),
-        )
+    def chunk(state: RunnerState, updates: jax.Array, row_ends: jax.Array):
+        shapes = jax.eval_shape(lambda s: one_update(s)[1], state)
+        zeros = jax.tree.map(lambda s: jnp.zeros((MAX_ROWS + 1, *s.shape), s.dtype), shapes)
 
-        def body(_, carry):
-            state, (loss_sum, episode_sums) = carry
-            state, losses, sums = one_update(state)
-            loss_sum = jax.tree.map(jnp.add, loss_sum, losses)
-            episode_sums = jax.tree.map(jnp.add, episode_sums, sums)
-            return state, (loss_sum, episode_sums)
+        def body(i, carry):
+            state, bins = carry
+            state, metrics = one_update(state)
+            row = jnp.sum(row_ends <= i)  # the bin of update i: rows that ended before it
+            bins = jax.tree.map(lambda b, x: b.at[row].add(x), bins, metrics)
+            return state, bins
 
         # A trip count known only at run time: the loop is a while loop either way.
-        state, (loss_sum, (ret, length, count)) = jax.lax.fori_loop(
-            0, updates, body, (state, zeros)
-        )
-        losses = jax.tree.map(lambda x: x / jnp.maximum(updates, 1), loss_sum)
-        return state, ChunkMetrics(losses, ret, length, count)
+        return jax.lax.fori_loop(0, updates, body, (state, zeros))
 
-    per_device = chunk if num_seeds == 1 else jax.vmap(chunk, in_axes=(0, None))
+    per_device = chunk if num_seeds == 1 else jax.vmap(chunk, in_axes=(0, None, None))
 
-    def compiled(state: RunnerState, updates: jax.Array):
+    def compiled(state: RunnerState, updates: jax.Array, row_ends: jax.Array):
         in_specs = jax.tree.map(lambda s: s.spec, state_shardings(mesh, state, num_seeds))
         out_specs = (in_specs, ChunkMetrics(P(), P(), P(), P()))
         # check_vma=False: environments legitimately emit device-invariant constants (a
         # never-truncating env's `truncated`), which the varying-axis check rejects as scan
         # carries; replication of the outputs is guaranteed by pmean/psum above.
         return jax.shard_map(
-            per_device, mesh=mesh, in_specs=(in_specs, P()), out_specs=out_specs,
+            per_device, mesh=mesh, in_specs=(in_specs, P(), P()), out_specs=out_specs,
             check_vma=False,
-        )(state, updates)  # fmt: skip
+        )(state, updates, row_ends)  # fmt: skip
 
     return _jit_with_state_shardings(compiled, mesh, num_seeds, updates_per_chunk)
 
 
 def _jit_with_state_shardings(fn, mesh: Mesh, num_seeds: int, updates_per_chunk: int):
-    """jit `fn(state, updates) -> (state, metrics)` with the state's layout pinned in and
-    out; `call(state, updates=updates_per_chunk)`.
+    """jit `fn(state, updates, row_ends) -> (state, metrics)` with the state's layout
+    pinned in and out; `call(state, updates=updates_per_chunk, rows=())`.
 
     Pinning matters: on a 1-device mesh jit would return `P()` for sharded inputs, and
     the second call would compile again. The jitted function is built on first use,
@@ -279,32 +283,42 @@ def _jit_with_state_shardings(fn, mesh: Mesh, num_seeds: int, updates_per_chunk:
     cache = {}
     replicated = NamedSharding(mesh, P())
 
-    def traced(state, updates):
+    def traced(state, updates, row_ends):
         call.traces += 1  # runs once per trace: a public recompilation counter for tests
-        return fn(state, updates)
+        return fn(state, updates, row_ends)
 
     def jitted(state):
         if "jit" not in cache:
             shardings = state_shardings(mesh, state, num_seeds)
             cache["jit"] = jax.jit(
                 traced,
-                in_shardings=(shardings, replicated),
+                in_shardings=(shardings, replicated, replicated),
                 out_shardings=(shardings, replicated),
                 donate_argnums=0,
             )
         return cache["jit"]
 
-    def count(updates: int | None) -> jax.Array:
+    def arguments(updates: int | None, rows: Any) -> tuple[np.ndarray, np.ndarray]:
+        # Host arrays: no device op to make them (jnp's cost ~0.4 ms each).
         n = updates_per_chunk if updates is None else int(updates)
         if n < 1:
             raise ValueError(f"a chunk makes at least 1 update, got {n}")
-        return np.int32(n)  # a host scalar: no device op to make it (jnp's costs ~0.4 ms)
+        rows = [int(r) for r in rows]
+        if len(rows) > MAX_ROWS or rows != sorted(set(rows)) or not all(0 < r <= n for r in rows):
+            raise ValueError(
+                f"rows must be at most {MAX_ROWS} increasing update counts in [1, {n}], got {rows}"
+            )
+        ends = np.full(MAX_ROWS, np.iinfo(np.int32).max, np.int32)
+        ends[: len(rows)] = rows
+        return np.int32(n), ends
 
-    def call(state, updates: int | None = None):
-        return jitted(state)(state, count(updates))
+    def call(state, updates: int | None = None, rows: Any = ()):
+        return jitted(state)(state, *arguments(updates, rows))
 
     call.traces = 0
-    call.lower = lambda state, updates=None: jitted(state).lower(state, count(updates))
+    call.lower = lambda state, updates=None, rows=(): jitted(state).lower(
+        state, *arguments(updates, rows)
+    )
     return call
 
 

@@ -35,6 +35,8 @@ from podracer.agents.validation import check_int
 from podracer.agents.validation import fail
 from podracer.runs.distributed import DistributedConfig
 
+ROWS_PER_RUN = 100  # metric rows of a run by default (log_interval=0)
+
 
 def to_jsonable(obj: Any) -> Any:
     """Dataclasses, tuples, numpy scalars -> JSON values (dataclass fields in order)."""
@@ -98,7 +100,7 @@ class RunConfig:
     # network, an env of the same spec.
     init_from: str | None = None
     init_opt_state: bool = False  # with init_from: its optimizer state too (same optimizer)
-    log_interval: int = 0  # env steps between metric rows; 0: after every loop step
+    log_interval: int = 0  # env steps between metric rows; 0: about 100 over the run
     eval_interval: int = 0  # env steps between greedy evaluations; 0: none
     eval_episodes: int = 32  # episodes per evaluation
     eval_max_steps: int = 10_000  # per-episode step cap for envs without a time limit
@@ -126,6 +128,11 @@ class RunConfig:
         "checkpoint_interval", "keep_checkpoints", "tensorboard", "wandb_project",
         "wandb_entity", "wandb_mode", "progress", "cluster",
     })  # fmt: skip
+
+    @property
+    def row_interval(self) -> int:
+        """Env steps between metric rows: `log_interval`, or a hundredth of the run."""
+        return self.log_interval or max(1, self.planned_env_steps // ROWS_PER_RUN)
 
     @property
     def planned_env_steps(self) -> int:

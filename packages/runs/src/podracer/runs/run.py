@@ -352,32 +352,49 @@ class Run:
         """Whether `what` ("log", "eval", "video", "checkpoint") is due after the step just
         finished: its interval (in env steps) was crossed, or this is the last step."""
         interval = {
-            "log": self.config.log_interval,
+            "log": self.config.row_interval,
             "eval": self.config.eval_interval,
             "video": self.config.video_interval,
             "checkpoint": self.config.checkpoint_interval,
         }[what]
-        if what == "log" and interval == 0:
-            return True
         if what in ("log", "eval", "video") and self._last:
             return what == "log" or interval > 0
         return _crossed(interval, self._previous_env_steps, self.env_steps)
 
-    def log(self, row: dict[str, float] | list[dict[str, float]]) -> None:
+    def log(
+        self, row: dict[str, float] | list[dict[str, float]], env_steps: int | None = None
+    ) -> None:
         """Writes one row (or one per seed in a multi-seed run), adding `charts/SPS` and
-        `timing/elapsed` where the runtime did not, and moves the progress line."""
+        `timing/elapsed` where the runtime did not, and moves the progress line.
+
+        `env_steps`: where the row falls, if before the end of the step just finished
+        (Anakin logs the rows that end within a call after it): its time is interpolated
+        within the step, at the step's rate."""
         rows = row if isinstance(row, list) else [row]
         now = time.perf_counter()
+        steps = self.env_steps if env_steps is None else int(env_steps)
+        if not self._previous_env_steps <= steps <= self.env_steps:
+            raise ValueError(
+                f"Run.log: env_steps={steps} is outside the step just finished "
+                f"({self._previous_env_steps}, {self.env_steps}]"
+            )
+        if steps < self.env_steps:
+            start = self._step_start or self._started
+            fraction = (steps - self._previous_env_steps) / (
+                self.env_steps - self._previous_env_steps
+            )
+            now = start + fraction * (self._end - start)
         since_time, since_steps = self._log_mark or (self._started, self._restored_env_steps())
-        sps = (self.env_steps - since_steps) / max(now - since_time, 1e-9)
-        self._log_mark = (now, self.env_steps)
-        elapsed = self.elapsed  # one value for every seed's row of this step
+        sps = (steps - since_steps) / max(now - since_time, 1e-9)
+        self._log_mark = (now, steps)
+        # One value for every seed's row of this step.
+        elapsed = self._elapsed_before + now - self._started
         for seed, r in enumerate(rows):
             r.setdefault("charts/SPS", sps)
             r.setdefault("timing/elapsed", elapsed)
-            self._writer.write(self.env_steps, r, seed=seed if isinstance(row, list) else None)
+            self._writer.write(steps, r, seed=seed if isinstance(row, list) else None)
             entry = {
-                "env_steps": self.env_steps,
+                "env_steps": steps,
                 **({"seed": seed} if isinstance(row, list) else {}),
                 **r,
             }
@@ -389,7 +406,7 @@ class Run:
             # once a second at most, as it reads the history.
             if self._last or now - self._return_time >= 1.0:
                 self._recent_return, self._return_time = history_return(self.history), now
-            self._progress.update(self.env_steps, self.sps_after_compile(), self._recent_return)
+            self._progress.update(steps, self.sps_after_compile(), self._recent_return)
 
     def sps_after_compile(self) -> float:
         """Env steps per second after the first loop step (which compiles), this session:

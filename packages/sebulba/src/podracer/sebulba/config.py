@@ -34,7 +34,6 @@ class SebulbaConfig(RunConfig):
 
     env: str = "envpool:CartPole-v1"  # envpool:<task>, or any JaxEnv name (catch, gymnax:...)
     agent: str = "impala"  # a registered agent; its options: --impala.*, --ppo.*, ...
-    log_interval: int = 5_000  # env steps between metric rows; 0: after every update
     # Indices into jax.local_devices(). None: device 0 (shared with the learner on one
     # device), else the devices the learners do not use.
     actor_device_ids: tuple[int, ...] | None = None
