@@ -46,6 +46,7 @@ class MetricWriter:
         self._run_dir = run_dir
         self._file = None
         self._tb: dict[int | None, Any] = {}
+        self._tb_flushed = time.monotonic()
         self._tensorboard = tensorboard
         self._wandb = None
         if run_dir is None:
@@ -104,18 +105,34 @@ class MetricWriter:
             self._wandb.log({"global_step": row["env_steps"], **values})
 
     def _write_tensorboard(self, row: dict[str, Any]) -> None:
+        # tensorboardX's synchronous event file, one event per row holding every scalar
+        # (what add_scalar writes value by value): its SummaryWriter passes each event
+        # through a process queue to a writer thread, ~0.3 ms per row of host time, much
+        # of a small Anakin call's (benchmarks/harness_ab.py). Flushed once a second and
+        # on close; metrics.jsonl, flushed every row, is the record events are rebuilt from.
+        from tensorboardX.event_file_writer import EventsWriter
+        from tensorboardX.proto.event_pb2 import Event
+        from tensorboardX.proto.summary_pb2 import Summary
+
         seed = row.get("seed")
         if seed not in self._tb:
-            from tensorboardX import SummaryWriter  # heavy import, only when writing
-
             folder = self._run_dir.tensorboard
-            self._tb[seed] = SummaryWriter(
-                folder if seed is None else os.path.join(folder, f"seed_{seed}")
-            )
-        tb = self._tb[seed]
-        for k, v in row.items():
-            if k not in ("env_steps", "time", "seed") and math.isfinite(v):
-                tb.add_scalar(k, v, row["env_steps"], walltime=row.get("time"))
+            folder = folder if seed is None else os.path.join(folder, f"seed_{seed}")
+            os.makedirs(folder, exist_ok=True)
+            self._tb[seed] = EventsWriter(os.path.join(folder, "events"))
+        values = [
+            Summary.Value(tag=k, simple_value=v) for k, v in row.items()
+            if k not in ("env_steps", "time", "seed") and math.isfinite(v)
+        ]  # fmt: skip
+        self._tb[seed].write_event(
+            Event(wall_time=row.get("time", time.time()), step=row["env_steps"],
+                  summary=Summary(value=values))
+        )  # fmt: skip
+        now = time.monotonic()
+        if now - self._tb_flushed >= 1.0:
+            for tb in self._tb.values():
+                tb.flush()
+            self._tb_flushed = now
 
     def close(self) -> None:
         if self._file is not None:
