@@ -163,10 +163,6 @@ class _Rows:
         self._sums, self._losses = np.zeros((3, num_seeds)), {}
         self._updates, self._seconds = 0, 0.0
 
-    @property
-    def empty(self) -> bool:
-        return self._updates == 0
-
     def add(self, metrics: ChunkMetrics, row: int, updates: int, seconds: float) -> None:
         """Adds bin `row` of a call's metrics, which holds `updates` updates."""
         pick = lambda x: np.reshape(np.asarray(x)[..., row], self._num_seeds)
@@ -230,19 +226,17 @@ def train(
             # A row still open is closed where a step must not leave it behind: at an
             # evaluation, at a checkpoint (a resume starts from it) and at the end.
             close = evaluate or run.due("checkpoint") or run.last
-            starts = [0, *ends]
-            bins = ends + ([updates] if close and (not ends or ends[-1] < updates) else [])
-            for k, end in enumerate(bins):
-                rows.add(metrics, k, end - starts[k], seconds * (end - starts[k]) / updates)
+            tail = [updates] if not ends or ends[-1] < updates else []  # an open row's bin
+            for k, (start, end) in enumerate(zip([0, *ends], ends + tail, strict=False)):
+                rows.add(metrics, k, end - start, seconds * (end - start) / updates)
+                if k == len(ends) and not close:
+                    break  # the open row continues in the next call
                 row = rows.take()
                 if evaluate and end == updates:
                     returns = greedy_returns(program, config, state.train.params, run.step)
                     for r, value in zip(row, returns, strict=True):
                         r["eval/episodic_return"] = value
                 run.log(row if config.num_seeds > 1 else row[0], (done + end) * per_update)
-            if len(bins) == len(ends) and updates > starts[-1]:  # the open row's updates
-                rows.add(metrics, len(ends), updates - starts[-1],
-                         seconds * (updates - starts[-1]) / updates)  # fmt: skip
             run.maybe_record(agent, state.train.params)
             run.maybe_save(env.spec, state.train, state._replace(train=None))
         return run.finish(state)

@@ -373,17 +373,12 @@ class Run:
         rows = row if isinstance(row, list) else [row]
         now = time.perf_counter()
         steps = self.env_steps if env_steps is None else int(env_steps)
-        if not self._previous_env_steps <= steps <= self.env_steps:
-            raise ValueError(
-                f"Run.log: env_steps={steps} is outside the step just finished "
-                f"({self._previous_env_steps}, {self.env_steps}]"
-            )
+        before = self._previous_env_steps
+        if not before <= steps <= self.env_steps:
+            raise ValueError(f"Run.log: env_steps={steps} is outside the step just finished")
         if steps < self.env_steps:
             start = self._step_start or self._started
-            fraction = (steps - self._previous_env_steps) / (
-                self.env_steps - self._previous_env_steps
-            )
-            now = start + fraction * (self._end - start)
+            now = start + (steps - before) / (self.env_steps - before) * (self._end - start)
         since_time, since_steps = self._log_mark or (self._started, self._restored_env_steps())
         sps = (steps - since_steps) / max(now - since_time, 1e-9)
         self._log_mark = (now, steps)
