@@ -62,14 +62,14 @@ def chunk_runner(s: Setting):
 
     from podracer.anakin.run import build
     from podracer.anakin.run import make_env
-    from podracer.anakin.run import seed_keys
+    from podracer.anakin.run import member_keys
 
     config = anakin_config(s)
     _, program = build(config, make_env(config))
-    jax.block_until_ready(program.chunk(program.init(seed_keys(0, 1))))  # compiles
+    jax.block_until_ready(program.chunk(program.init(member_keys(config))))  # compiles
 
     def run() -> float:
-        state, _ = jax.block_until_ready(program.chunk(program.init(seed_keys(0, 1))))
+        state, _ = jax.block_until_ready(program.chunk(program.init(member_keys(config))))
         start = time.perf_counter()
         for _ in range(config.num_chunks - 1):
             state, metrics = program.chunk(state)

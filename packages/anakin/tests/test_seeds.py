@@ -1,4 +1,5 @@
-"""Many seeds in one program (`num_seeds`): each seed is the run it would be alone."""
+"""Many seeds (`num_seeds`) or a sweep's members (`sweep`) in one program: each is the
+run it would be alone; bad sweep specs fail in one line before anything compiles."""
 
 import dataclasses
 import json
@@ -6,15 +7,25 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 
 import jax
 import numpy as np
 import pytest
 
+from podracer.agents import QLambdaConfig
+from podracer.agents.validation import ConfigError
 from podracer.anakin import AnakinConfig
 from podracer.anakin import train
+from podracer.runs.sweep import num_members
+from podracer.runs.sweep import tags_of_member
+from podracer.runs.tools.records import group_runs
+from podracer.runs.tools.records import load_runs
+from podracer.runs.tools.sweep_best import main as sweep_best
+from podracer.runs.writer import read_tensorboard
 
 VOLATILE = ("time", "charts/SPS", "timing/")
+SWEEP = ("qlambda.learning_rate=1e-3,3e-3", "qlambda.lambda_=0.5,0.9")
 
 
 def tiny(tmp_path, **changes) -> AnakinConfig:
@@ -25,9 +36,12 @@ def tiny(tmp_path, **changes) -> AnakinConfig:
 
 
 def learning(rows):
-    return [
-        {k: v for k, v in r.items() if not k.startswith(VOLATILE) and k != "seed"} for r in rows
-    ]
+    skip = lambda k: k.startswith((*VOLATILE, "sweep/")) or k in ("seed", "member")  # noqa: E731
+    return [{k: v for k, v in r.items() if not skip(k)} for r in rows]
+
+
+def rows_of(path):
+    return [json.loads(line) for line in (path / "metrics.jsonl").read_text().splitlines()]
 
 
 @pytest.mark.parametrize("agent", ["qlambda", pytest.param("ppo", marks=pytest.mark.slow)])
@@ -54,8 +68,9 @@ def test_seed_k_of_a_multi_seed_run_is_the_run_with_seed_plus_k(tmp_path, agent)
     ]  # fmt: skip
 
 
-def test_a_multi_seed_run_resumes_exactly(tmp_path):
-    config = tiny(tmp_path, num_seeds=2, run_name="a", checkpoint_interval=256)
+@pytest.mark.parametrize("members", [{"num_seeds": 2}, {"sweep": SWEEP[:1]}])
+def test_a_multi_seed_run_or_a_sweep_resumes_exactly(tmp_path, members):
+    config = tiny(tmp_path, **members, run_name="a", checkpoint_interval=256)
     full = train(config)
     shutil.copytree(tmp_path / "a", tmp_path / "b")
     for step in ("2", "3"):
@@ -68,6 +83,127 @@ def test_a_multi_seed_run_resumes_exactly(tmp_path):
         json.loads(x) for x in (tmp_path / name / "metrics.jsonl").read_text().splitlines()
     )  # noqa: E501,E731
     assert rows("a") == rows("b")
+    if "sweep" in members:  # the grid defines what is learned: a resume keeps it
+        with pytest.raises(ConfigError, match="sweep"):
+            train(dataclasses.replace(config, run_name="b", resume=True, sweep=()))
+
+
+def test_a_member_of_a_sweep_is_the_single_run_with_its_values_and_seed(tmp_path):
+    sweep = train(tiny(tmp_path, seed=10, num_seeds=2, sweep=SWEEP, run_name="sweep"))
+    params = jax.device_get(sweep.state.train.params)
+    # Member 5: point (3e-3, 0.5) (the first field varies slowest), seed index 1.
+    config = QLambdaConfig(learning_rate=3e-3, lambda_=0.5)
+    alone = train(tiny(tmp_path, seed=11, agent_config=config, run_name="alone"))
+    jax.tree.map(
+        lambda a, b: np.testing.assert_allclose(np.asarray(a)[5], b, rtol=1e-5, atol=1e-6),
+        params, jax.device_get(alone.state.train.params),
+    )  # fmt: skip
+    member = [r for r in sweep.history if r["member"] == 5]
+    assert {(r["seed"], r["sweep/qlambda.learning_rate"], r["sweep/qlambda.lambda_"])
+            for r in member} == {(1, 3e-3, 0.5)}  # fmt: skip
+    for a, b in zip(learning(member), learning(alone.history), strict=True):
+        assert a.keys() == b.keys()
+        for name in a:
+            assert a[name] == pytest.approx(b[name], rel=1e-4, abs=1e-6), name
+    # Every member learned something different: the values reached the program.
+    losses = {r["member"]: r["losses/total"] for r in sweep.history if r["env_steps"] == 768}
+    assert len(set(losses.values())) == 8
+
+    # The rows, TensorBoard and the tools see the members and their values.
+    logged = rows_of(tmp_path / "sweep")
+    assert [r["member"] for r in logged[:8]] == list(range(8))
+    stored = json.loads((tmp_path / "sweep" / "config.json").read_text())
+    assert num_members(stored) == 8
+    assert tags_of_member(stored, 5) == {k: v for k, v in logged[5].items()
+                                         if k in ("member", "seed") or k.startswith("sweep/")}
+    folders = sorted(p.name for p in (tmp_path / "sweep" / "tensorboard").iterdir())
+    assert folders[5] == "member_5_qlambda.learning_rate=0.003_qlambda.lambda_=0.5_seed_1"
+    scalars = read_tensorboard(tmp_path / "sweep" / "tensorboard" / folders[5])
+    assert ("sweep/qlambda.learning_rate", 768, pytest.approx(3e-3)) in scalars
+    groups = group_runs(load_runs([tmp_path / "sweep", tmp_path / "alone"]))
+    assert len(groups) == 4 and [len(g.seeds) for g in groups] == [2, 2, 3, 2]
+    by_lr = group_runs(load_runs([tmp_path / "sweep"]), by=["qlambda.learning_rate"])
+    assert [g.label for g in by_lr] == ["qlambda on catch (learning_rate=0.001)",
+                                         "qlambda on catch (learning_rate=0.003)"]  # fmt: skip
+    assert [len(g.seeds) for g in by_lr] == [4, 4]
+
+    # sweep-best writes the best point's config; rerun, its seeds are that point's members.
+    assert sweep_best([str(tmp_path / "sweep")]) == 0
+    best = json.loads((tmp_path / "sweep" / "best_config.json").read_text())
+    assert best["sweep"] == [] and best["num_seeds"] == 2 and best["run_name"] is None
+    finals = {}
+    for r in logged:
+        if r["env_steps"] == 768:
+            finals.setdefault((r["sweep/qlambda.learning_rate"], r["sweep/qlambda.lambda_"]),
+                              []).append(r["charts/episodic_return"])  # fmt: skip
+    means = {k: np.nanmean(v) for k, v in finals.items()}
+    lr, lam = max(means, key=means.get)  # one row per member: its final rows' mean is this
+    assert (best["agent_config"]["learning_rate"], best["agent_config"]["lambda_"]) == (lr, lam)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("qlambda.learning_rat=1e-3", "has no field 'learning_rat'; did you mean"),
+        ("qlambda.num_epochs=1,2", "qlambda.num_epochs is typed int, not float"),
+        ("qlambda.max_grad_norm=1,2", "typed float | None, not float"),
+        ("qlambda.optimizer=1", "typed Literal"),
+        ("qlambda.learning_rate=", "needs a comma-separated list of numbers"),
+        ("qlambda.learning_rate=1e-3,,1", "needs a comma-separated list of numbers"),
+        ("qlambda.learning_rate=1e-3,inf", "values must be finite"),
+        ("qlambda.learning_rate=1e-3,x", "values must be numbers, got 'x'"),
+        ("qlambda.learning_rate=1e-3,1e-3", "lists a value twice"),
+        ("qlambda.learning_rate=-1", "learning_rate=-1: QLambdaConfig.learning_rate must be"),
+        ("ppo.learning_rate=1e-3", "the run's agent is 'qlambda'"),
+        ("learning_rate", "must be FIELD=V1,V2"),
+    ],
+)
+def test_a_bad_sweep_spec_fails_in_one_line_naming_it(spec, message):
+    with pytest.raises(ConfigError, match="AnakinConfig.sweep") as info:
+        AnakinConfig(sweep=(spec,))
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_field_the_agent_reads_in_python_is_refused_before_compiling(tmp_path):
+    """An agent of the user's that branches on a float field: the trace fails, naming it."""
+    code = textwrap.dedent(
+        """
+        import dataclasses
+        from podracer.agents import QLambdaConfig, make_agent, register_agent
+
+        @dataclasses.dataclass(frozen=True)
+        class BranchyConfig(QLambdaConfig):
+            threshold: float = 0.5
+
+        def make_branchy(spec, config, total_updates=None):
+            if config.threshold > 0.7:  # Python reads the value: it cannot be swept
+                config = dataclasses.replace(config, learning_rate=1e-4)
+            base = QLambdaConfig(**{f.name: getattr(config, f.name)
+                                    for f in dataclasses.fields(QLambdaConfig)})
+            return make_agent("qlambda", spec, base, total_updates)
+
+        register_agent("branchy", BranchyConfig, make_branchy)
+        """
+    )
+    (tmp_path / "branchy_agent.py").write_text(code)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import branchy_agent  # noqa: F401
+
+        config = tiny(tmp_path, agent="branchy", run_name="b",
+                      sweep=("branchy.threshold=0.5,0.9", "branchy.gamma=0.9,0.99"))  # fmt: skip
+        with pytest.raises(ConfigError) as info:
+            train(config)
+        assert str(info.value).startswith(
+            "AnakinConfig.sweep: agent 'branchy' reads branchy.threshold in Python"
+        )
+        # Sweeping only what it reads arithmetically runs.
+        result = train(dataclasses.replace(config, sweep=("branchy.gamma=0.9,0.99",), run_name="c"))
+        assert {r["member"] for r in result.history} == {0, 1}
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("branchy_agent", None)
+
 
 
 # Builds a 3-seed PPO init (Flax's orthogonal initialisers are LAPACK QRs) and calls it
@@ -76,12 +212,12 @@ def test_a_multi_seed_run_resumes_exactly(tmp_path):
 _REPEATED_INIT = """
 import jax
 from podracer.anakin import AnakinConfig
-from podracer.anakin.run import build, make_env, seed_keys
+from podracer.anakin.run import build, make_env, member_keys
 config = AnakinConfig(env="gymnax:MemoryChain-bsuite", agent="ppo", num_envs=8, num_seeds=3,
                       rollout_length=8, progress=False)
 _, program = build(config, make_env(config))
 for k in range(40):
-    jax.block_until_ready(program.init(seed_keys(k, 3)))
+    jax.block_until_ready(program.init(member_keys(config, offset=k)))
 print("done")
 """
 

@@ -1,5 +1,5 @@
 """The same global config learns the same on 1, 2 and 4 devices (fake CPU devices),
-feed-forward and recurrent."""
+feed-forward, recurrent and a sweep's members."""
 
 import os
 import subprocess
@@ -16,18 +16,22 @@ SCRIPT = textwrap.dedent(
     assert len(jax.devices()) == 4
     # The recurrent PPO's minibatches split the envs: 2 per device on 4 devices.
     gru = PPOConfig(core="gru", core_size=8, hidden_sizes=(8,), num_minibatches=2)
-    for agent, T, agent_config in (("qlambda", 4, None), ("ppo", 8, None), ("ppo", 8, gru)):
+    # And a sweep: 2 x 2 points x 2 seeds, members on a leading axis as seeds are.
+    sweep = dict(num_seeds=2, sweep=("ppo.learning_rate=1e-3,3e-3", "ppo.entropy_cost=0,0.02"))
+    for agent, T, agent_config, members in (("qlambda", 4, None, {}), ("ppo", 8, None, {}),
+                                            ("ppo", 8, gru, {}), ("ppo", 8, None, sweep)):
         runs = {}
         for n in (1, 2, 4):
             config = AnakinConfig(agent=agent, num_envs=8, rollout_length=T, updates_per_chunk=5,
                                   total_env_steps=2 * 5 * 8 * T, num_devices=n, progress=False,
-                                  tensorboard=False, agent_config=agent_config)
+                                  tensorboard=False, agent_config=agent_config, **members)
             result = train(config)
             runs[n] = (jax.device_get(result.state.train.params), result.history)
         for n in (2, 4):
             jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5),
                          runs[1][0], runs[n][0])
-            for h1, hn in zip(runs[1][1], runs[n][1]):
+            for h1, hn in zip(runs[1][1], runs[n][1], strict=True):
+                assert h1.get("member") == hn.get("member") and h1.get("seed") == hn.get("seed")
                 r1, rn = h1["charts/episodic_return"], hn["charts/episodic_return"]
                 assert r1 == rn or (np.isnan(r1) and np.isnan(rn))
                 np.testing.assert_allclose(

@@ -69,7 +69,7 @@ def test_multi_seed_rows_carry_their_seed_and_a_tensorboard_run_each(tmp_path):
     run = RunDir(tmp_path, "seeds")
     writer = MetricWriter(run)
     for seed in range(3):
-        writer.write(8, {"charts/episodic_return": float(seed)}, seed=seed)
+        writer.write(8, {"charts/episodic_return": float(seed)}, {"seed": seed})
     writer.close()
     assert [r["seed"] for r in run.read_metrics()] == [0, 1, 2]
     assert sorted(os.listdir(run.tensorboard)) == ["seed_0", "seed_1", "seed_2"]

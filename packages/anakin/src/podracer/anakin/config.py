@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Annotated
 from typing import Any
 from typing import ClassVar
+
+import tyro
 
 from podracer.agents.validation import ConfigError
 from podracer.agents.validation import check_int
 from podracer.agents.validation import fail
 from podracer.anakin.presets import LAYOUTS
 from podracer.runs.config import RunConfig
+from podracer.runs.sweep import Sweep
+from podracer.runs.sweep import parse_sweep
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +38,10 @@ class AnakinConfig(RunConfig):
     # Independent runs of seeds seed, seed+1, ..., as one vmapped program (metrics, a
     # TensorBoard run and checkpoints per seed); seed k trains as a run with seed+k would.
     num_seeds: int = 1
+    # A hyperparameter sweep as one program, repeatable: --sweep ppo.learning_rate=1e-4,3e-4
+    # --sweep ppo.entropy_cost=0,0.01 trains the grid's 4 points x num_seeds seeds as its
+    # members (float fields of the agent's config; podracer.runs.sweep).
+    sweep: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
 
     RUNTIME: ClassVar[str] = "anakin"
     # Each preset's sizes on this runtime (podracer/anakin/presets.py).
@@ -46,6 +55,26 @@ class AnakinConfig(RunConfig):
         check_int(self, "num_envs", "rollout_length", "updates_per_chunk", "num_seeds")
         if self.num_devices is not None:
             check_int(self, "num_devices")
+        if not isinstance(self.sweep, tuple):
+            object.__setattr__(self, "sweep", tuple(self.sweep))
+        object.__setattr__(self, "_sweep", parse_sweep(self.sweep, self.agent, self.agent_config))
+
+    @property
+    def grid(self) -> Sweep:
+        """The parsed sweep (no fields: no sweep)."""
+        return self._sweep  # type: ignore[attr-defined]
+
+    @property
+    def num_members(self) -> int:
+        """Independent trainings on the program's leading axis: grid points x seeds."""
+        return len(self.grid.points) * self.num_seeds
+
+    def member_tags(self) -> list[dict[str, Any]]:
+        """What each member's rows carry to tell them apart: `seed` (its index) in a
+        multi-seed run; `member`, `seed` and the point's values in a sweep."""
+        if self.grid.fields:
+            return self.grid.members(self.num_seeds)
+        return [{"seed": k} for k in range(self.num_seeds)] if self.num_seeds > 1 else [{}]
 
     @property
     def steps_per_update(self) -> int:

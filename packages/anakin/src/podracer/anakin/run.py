@@ -25,6 +25,7 @@ from podracer.anakin.config import AnakinConfig
 from podracer.anakin.runtime import MAX_ROWS
 from podracer.anakin.runtime import ChunkMetrics
 from podracer.anakin.runtime import RunnerState
+from podracer.anakin.runtime import Swept
 from podracer.anakin.runtime import check_memory
 from podracer.anakin.runtime import make_chunk
 from podracer.anakin.runtime import make_evaluate
@@ -35,6 +36,7 @@ from podracer.runs import Run
 from podracer.runs import RunResult
 from podracer.runs import abstract_like
 from podracer.runs import block
+from podracer.runs.sweep import with_values
 
 
 class Program(NamedTuple):
@@ -58,24 +60,79 @@ def make_env(config: AnakinConfig):
 
 
 def build(config: AnakinConfig, env) -> tuple[Any, Program]:
-    """The agent and the compiled programs; every check runs here, before compiling."""
+    """The agent (a sweep's first member's) and the compiled programs; every check runs
+    here, before compiling."""
     num_devices = config.check_devices(len(jax.devices()))
     total_updates = learner_updates(
         config.agent_config, config.num_chunks * config.updates_per_chunk
     )
-    agent = make_agent(config.agent, env.spec, config.agent_config, total_updates=total_updates)
-    mesh, seeds = make_mesh(num_devices), config.num_seeds
-    init = make_init(agent, env, config.num_envs, mesh, config.rollout_length, seeds)
-    abstract = jax.eval_shape(init, seed_keys(config.seed, seeds))
+    mesh = make_mesh(num_devices)
+
+    def agent_with(values):
+        agent_config = with_values(config.agent_config, values)
+        return make_agent(config.agent, env.spec, agent_config, total_updates=total_updates)
+
+    grid, swept = config.grid, None
+    if grid.fields:
+        per_member = [p for p in grid.points for _ in range(config.num_seeds)]
+        swept = Swept(agent_with, {f: np.array([p[f] for p in per_member]) for f in grid.fields})
+    agent = agent_with(grid.points[0])
+    try:
+        program = _program(config, env, agent, mesh, swept)
+    except _TRACED_VALUE_ERRORS:
+        if swept is None:
+            raise
+        raise ConfigError(_unsweepable(config, env, agent, mesh, swept)) from None
+    return agent, program
+
+
+# What JAX raises where Python reads a traced value (a branch, a shape, a loop count).
+_TRACED_VALUE_ERRORS = (
+    jax.errors.ConcretizationTypeError,
+    jax.errors.TracerBoolConversionError,
+    jax.errors.TracerIntegerConversionError,
+    jax.errors.TracerArrayConversionError,
+)
+
+
+def _program(config: AnakinConfig, env, agent, mesh, swept) -> Program:
+    members = config.num_members
+    init = make_init(agent, env, config.num_envs, mesh, config.rollout_length, members, swept)
+    abstract = jax.eval_shape(init, member_keys(config))
     check_memory(abstract, config.num_envs, config.rollout_length, mesh)
     evaluate = None
     if config.eval_interval:
         evaluate = make_evaluate(
-            agent, env, config.eval_episodes, config.eval_max_steps, mesh, seeds
+            agent, env, config.eval_episodes, config.eval_max_steps, mesh, members, swept
         )
-    chunk = make_chunk(agent, env, config.rollout_length, config.updates_per_chunk, mesh, seeds)
-    shardings = state_shardings(mesh, abstract, seeds)
-    return agent, Program(init, chunk, evaluate, abstract_like(abstract, shardings))
+    chunk = make_chunk(
+        agent, env, config.rollout_length, config.updates_per_chunk, mesh, members, swept
+    )
+    shardings = state_shardings(mesh, abstract, members)
+    abstract = abstract_like(abstract, shardings)
+    if swept is not None:  # traced now, so that a field the agent cannot sweep fails here
+        chunk.lower(abstract)
+        if evaluate is not None:
+            keys = jax.ShapeDtypeStruct((members, 2), jnp.uint32)
+            jax.eval_shape(evaluate, abstract.train.params, keys)
+    return Program(init, chunk, evaluate, abstract)
+
+
+def _unsweepable(config: AnakinConfig, env, agent, mesh, swept: Swept) -> str:
+    """The one-line error for a sweep whose program cannot trace: the fields that fail
+    when swept alone (the agent reads them in Python)."""
+    failing = []
+    for field, values in swept.values.items():
+        try:
+            _program(config, env, agent, mesh, swept._replace(values={field: values}))
+        except _TRACED_VALUE_ERRORS:
+            failing.append(f"{config.grid.group}.{field}")
+    names = ", ".join(failing) or ", ".join(config.grid.names())
+    return (
+        f"AnakinConfig.sweep: agent {config.agent!r} reads {names} in Python (a branch, a "
+        "shape or a loop count), so the members of one program cannot differ in it: "
+        "sweep it in separate runs"
+    )
 
 
 MAX_CALL_SECONDS = 30.0  # a stop request (signal, wall-clock budget) waits about this long
@@ -137,17 +194,19 @@ def plan(config: AnakinConfig, cap: int, done: int) -> tuple[int, list[int]]:
     return updates, rows
 
 
-def seed_keys(seed: int, num_seeds: int, offset: int = 0) -> jax.Array:
-    """The run's key (one seed), or one key per seed `[S, 2]`: seed k's is seed+k's own."""
-    if num_seeds == 1:
-        return jax.random.PRNGKey(seed + offset)
-    return jnp.stack([jax.random.PRNGKey(seed + k + offset) for k in range(num_seeds)])
+def member_keys(config: AnakinConfig, offset: int = 0) -> jax.Array:
+    """The run's key (one member), or one key per member `[M, 2]`: a member of seed index
+    k (`member_tags`) has seed+k's own, as the single run with that seed."""
+    tags = config.member_tags()
+    if len(tags) == 1:
+        return jax.random.PRNGKey(config.seed + offset)
+    return jnp.stack([jax.random.PRNGKey(config.seed + t["seed"] + offset) for t in tags])
 
 
 def greedy_returns(program: Program, config: AnakinConfig, params: Any, step: int) -> list[float]:
-    """The mean greedy return of each seed; seed k evaluates with seed+k's own keys."""
-    keys = seed_keys(config.seed, config.num_seeds, offset=1)
-    if config.num_seeds == 1:
+    """The mean greedy return of each member; seed k evaluates with seed+k's own keys."""
+    keys = member_keys(config, offset=1)
+    if config.num_members == 1:
         keys = jax.random.fold_in(keys, step)
     else:
         keys = jax.vmap(jax.random.fold_in, (0, None))(keys, step)
@@ -206,12 +265,12 @@ def train(
         runtime_target = program.abstract._replace(train=None)
         restored = run.restore(env.spec, program.abstract.train, runtime_target)
         if restored is None:
-            state = program.init(seed_keys(config.seed, config.num_seeds))
+            state = program.init(member_keys(config))
             state = state._replace(train=run.warm_start(env.spec, state.train))
         else:
             state = restored.runtime._replace(train=restored.train)
         run.begin(env.spec, f"compiling a chunk of {config.updates_per_chunk} updates ...")
-        rows, cap = _Rows(config.num_seeds), None
+        rows, cap = _Rows(config.num_members), None
         per_update = config.steps_per_update
         while run.running():
             if cap is None:  # in the first loop step, which compiles
@@ -236,7 +295,7 @@ def train(
                     returns = greedy_returns(program, config, state.train.params, run.step)
                     for r, value in zip(row, returns, strict=True):
                         r["eval/episodic_return"] = value
-                run.log(row if config.num_seeds > 1 else row[0], (done + end) * per_update)
+                run.log(row, (done + end) * per_update)
             run.maybe_record(agent, state.train.params)
             run.maybe_save(env.spec, state.train, state._replace(train=None))
         return run.finish(state)

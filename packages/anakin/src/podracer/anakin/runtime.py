@@ -18,11 +18,17 @@ Each device keeps its own buffer of the sequences its environments produced (loc
 replay: no cross-device traffic, and the buffer shards like the env states); gradients
 are still averaged over devices. Sampling differs with the device count, so replay runs
 are reproducible for a given topology (and exactly resumable) but not topology-invariant.
+
+Many seeds, or a hyperparameter sweep's members, train as one program vmapped over a
+leading member axis of the state. A sweep's members each build their agent inside the
+traced program from their own swept values (`Swept`), so the values are arrays, one per
+member, and the members share one compiled program.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any
 from typing import NamedTuple
 
@@ -83,6 +89,26 @@ class ChunkMetrics(NamedTuple):
     episode_count: chex.Array  # float32
 
 
+class Swept(NamedTuple):
+    """A sweep's members: `build(values)` is a member's agent from its swept values
+    (`agent_config` paths -> scalars, traced inside the program), `values` each path's
+    value for every member, `[M]` float32."""
+
+    build: Callable[[Mapping[str, Any]], Agent]
+    values: dict[str, np.ndarray]
+
+
+def _members(agent: Agent, swept: Swept | None, num_seeds: int):
+    """`(agent_of, values)`: a member's agent from its values, and the values the member
+    axis maps over (one member's scalars when there is no member axis)."""
+    if swept is None:
+        return (lambda _: agent), {}
+    values = {k: np.asarray(v, np.float32) for k, v in swept.values.items()}
+    if num_seeds == 1:
+        values = {k: v[0] for k, v in values.items()}
+    return swept.build, values
+
+
 def make_mesh(num_devices: int) -> Mesh:
     """A 1-D mesh over the first `num_devices` devices of all processes."""
     devices = jax.devices()[:num_devices]
@@ -124,17 +150,21 @@ def make_init(
     mesh: Mesh,
     rollout_length: int | None = None,
     num_seeds: int = 1,
+    swept: Swept | None = None,
 ) -> Callable[[chex.PRNGKey], RunnerState]:
     """`init(key) -> RunnerState`, computed directly into its shardings (multi-host safe).
 
     With `num_seeds > 1`, `init(keys [S, 2])`: S independent states stacked on a leading
-    seed axis (seed k's state is what `init(keys[k])` makes alone). `rollout_length`
-    sizes the replay's sequences; agents with replay need it.
+    member axis (member k's state is what `init(keys[k])` makes alone; with `swept`, with
+    its own agent). `rollout_length` sizes the replay's sequences; agents with replay
+    need it.
     """
     if agent.replay is not None and rollout_length is None:
         raise ValueError(f"make_init: agent {agent.name!r} has replay and needs rollout_length")
+    agent_of, values = _members(agent, swept, num_seeds)
 
-    def init_one(key):
+    def init_one(key, hparams):
+        agent = agent_of(hparams)
         train_key, env_root = jax.random.split(key)
         env_keys = jax.vmap(lambda i: jax.random.fold_in(env_root, i))(jnp.arange(num_envs))
         reset_keys, env_keys = _split_per_env(env_keys, 2)
@@ -155,7 +185,10 @@ def make_init(
     # initialisers become batched LAPACK QRs, which XLA:CPU's default concurrency-
     # optimized scheduler can deadlock (benchmarks/results/xla_cpu_deadlock.py). The
     # values are the same; init runs once, so its speed does not matter.
-    init = init_one if num_seeds == 1 else lambda keys: jax.lax.map(init_one, keys)
+    if num_seeds == 1:
+        init = lambda key: init_one(key, values)  # noqa: E731
+    else:
+        init = lambda keys: jax.lax.map(lambda a: init_one(*a), (keys, values))  # noqa: E731
     keys = jax.random.PRNGKey(0) if num_seeds == 1 else jnp.zeros((num_seeds, 2), jnp.uint32)
     abstract = jax.eval_shape(init, keys)
     return jax.jit(init, out_shardings=state_shardings(mesh, abstract, num_seeds))
@@ -212,6 +245,7 @@ def make_chunk(
     updates_per_chunk: int,
     mesh: Mesh,
     num_seeds: int = 1,
+    swept: Swept | None = None,
 ):
     """The compiled training chunk: `chunk(state, updates=None, rows=()) -> (state, ChunkMetrics)`.
 
@@ -223,14 +257,15 @@ def make_chunk(
     metric rows end: the metrics come binned by them, so one call gives a run's rows
     without ending at each (a call costs a host sync; benchmarks/harness_ab.py).
 
-    With `num_seeds > 1` the chunk is vmapped over the state's leading seed axis (one
-    program trains every seed; metrics get a leading `[S]` axis)."""
-    rollout = make_rollout(agent, env, rollout_length)
+    With `num_seeds > 1` the chunk is vmapped over the state's leading member axis (one
+    program trains every seed, or every member of a sweep with `swept`; metrics get a
+    leading `[S]` axis)."""
     pmean = pmean_flat(AXIS)  # one all-reduce for all gradients and metrics
+    agent_of, values = _members(agent, swept, num_seeds)
 
-    learn = make_learn(agent, mesh.size, AXIS, pmean)
-
-    def one_update(state: RunnerState):
+    def one_update(state: RunnerState, agent: Agent):
+        rollout = make_rollout(agent, env, rollout_length)
+        learn = make_learn(agent, mesh.size, AXIS, pmean)
         trajectory, (env_state, timestep, env_key, core) = rollout(
             state.train.params, state.env_state, state.timestep, state.env_key, state.core,
             state.train.update_step,
@@ -240,13 +275,14 @@ def make_chunk(
         state = RunnerState(train, env_state, timestep, env_key, replay_state, core)
         return state, ChunkMetrics(losses, *sums)
 
-    def chunk(state: RunnerState, updates: jax.Array, row_ends: jax.Array):
-        shapes = jax.eval_shape(lambda s: one_update(s)[1], state)
+    def chunk(state: RunnerState, updates: jax.Array, row_ends: jax.Array, hparams):
+        agent = agent_of(hparams)
+        shapes = jax.eval_shape(lambda s: one_update(s, agent)[1], state)
         zeros = jax.tree.map(lambda s: jnp.zeros((MAX_ROWS + 1, *s.shape), s.dtype), shapes)
 
         def body(i, carry):
             state, bins = carry
-            state, metrics = one_update(state)
+            state, metrics = one_update(state, agent)
             row = jnp.sum(row_ends <= i)  # the bin of update i: rows that ended before it
             bins = jax.tree.map(lambda b, x: b.at[row].add(x), bins, metrics)
             return state, bins
@@ -254,7 +290,8 @@ def make_chunk(
         # A trip count known only at run time: the loop is a while loop either way.
         return jax.lax.fori_loop(0, updates, body, (state, zeros))
 
-    per_device = chunk if num_seeds == 1 else jax.vmap(chunk, in_axes=(0, None, None))
+    vmapped = chunk if num_seeds == 1 else jax.vmap(chunk, in_axes=(0, None, None, 0))
+    per_device = lambda state, updates, row_ends: vmapped(state, updates, row_ends, values)  # noqa: E731
 
     def compiled(state: RunnerState, updates: jax.Array, row_ends: jax.Array):
         in_specs = jax.tree.map(lambda s: s.spec, state_shardings(mesh, state, num_seeds))
@@ -323,20 +360,28 @@ def _jit_with_state_shardings(fn, mesh: Mesh, num_seeds: int, updates_per_chunk:
 
 
 def make_evaluate(
-    agent: Agent, env: JaxEnv, num_envs: int, max_steps: int, mesh: Mesh, num_seeds: int = 1
+    agent: Agent,
+    env: JaxEnv,
+    num_envs: int,
+    max_steps: int,
+    mesh: Mesh,
+    num_seeds: int = 1,
+    swept: Swept | None = None,
 ):
     """`evaluate(params, key) -> mean undiscounted return` of one greedy episode per env,
     the envs split over the mesh (each env's key from its global index). With
-    `num_seeds > 1`: params and keys with a leading seed axis, returns `[S]`."""
+    `num_seeds > 1`: params and keys with a leading member axis, returns `[S]`."""
     per_device = num_envs // mesh.size
-    episodes = jax_episodes(agent, env, max_steps)
+    agent_of, values = _members(agent, swept, num_seeds)
 
-    def evaluate(params, key):
+    def evaluate(params, key, hparams):
+        episodes = jax_episodes(agent_of(hparams), env, max_steps)
         offset = jax.lax.axis_index(AXIS) * per_device
         returns, _ = episodes(params, env_keys(key, per_device, offset))
         return jax.lax.pmean(jnp.mean(returns), AXIS)
 
-    per_seed = evaluate if num_seeds == 1 else jax.vmap(evaluate)
+    vmapped = evaluate if num_seeds == 1 else jax.vmap(evaluate)
+    per_seed = lambda params, key: vmapped(params, key, values)  # noqa: E731
     return jax.jit(
         jax.shard_map(per_seed, mesh=mesh, in_specs=(P(), P()), out_specs=P(), check_vma=False)
     )

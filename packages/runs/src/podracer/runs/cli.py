@@ -164,13 +164,24 @@ def _run_cli(config_cls: type, train: Callable[[Any], Any], argv: list[str] | No
         shutdown_distributed()  # after the final checkpoint, which train() wrote
     if main_process:
         ret = final_return(result)
-        seeds = len({row.get("seed") for row in result.history}) or 1
-        over = f", mean of {seeds} seeds" if seeds > 1 else ""
+        members = len({(r.get("member"), r.get("seed")) for r in result.history}) or 1
+        kind = "members" if any("member" in r for r in result.history) else "seeds"
+        over = f", mean of {members} {kind}" if members > 1 else ""
+        # SPS counts one member's env steps, as every row does; the sum over members too.
+        each = f" each, {result.sps * members:,.0f} over all {members}" if members > 1 else ""
         print(
             f"{runtime}: {config.agent} on {config.env}"
             f"{' (interrupted)' if result.interrupted else ''}: {result.env_steps:,} env steps, "
-            f"{result.sps:,.0f} SPS after {result.compile_seconds:.1f}s compile, final return "
-            f"{'n/a' if math.isnan(ret) else format_number(ret)} (last {FINAL_FRACTION:.0%} of "
+            f"{result.sps:,.0f} SPS{each} after {result.compile_seconds:.1f}s compile, final "
+            f"return {'n/a' if math.isnan(ret) else format_number(ret)} (last "
+            f"{FINAL_FRACTION:.0%} of "
             f"steps{over}); run {result.run_dir}"
         )
+        if kind == "members":  # a sweep: its points ranked
+            from podracer.runs.tools.sweep_best import point_finals
+            from podracer.runs.tools.sweep_best import sweep_table
+
+            print(sweep_table(point_finals(result.history), "charts/episodic_return"))
+            print(f"{runtime}: `podracer sweep-best {result.run_dir}` writes the best point's "
+                  "config")  # fmt: skip
     return 0

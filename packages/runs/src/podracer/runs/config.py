@@ -130,6 +130,15 @@ class RunConfig:
     })  # fmt: skip
 
     @property
+    def num_members(self) -> int:
+        """Trainings on a runtime's leading member axis (Anakin's seeds and sweep points)."""
+        return 1
+
+    def member_tags(self) -> list[dict[str, Any]]:
+        """What each member's rows carry to tell them apart (`Run.log`); [{}]: one."""
+        return [{}]
+
+    @property
     def row_interval(self) -> int:
         """Env steps between metric rows: `log_interval`, or a hundredth of the run."""
         return self.log_interval or max(1, self.planned_env_steps // ROWS_PER_RUN)

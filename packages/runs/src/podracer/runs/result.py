@@ -47,7 +47,8 @@ def history_return(
     for row in history:
         value = row.get("charts/episodic_return", math.nan)
         if row.get("charts/episodes", 1) > 0 and math.isfinite(value):
-            by_seed.setdefault(row.get("seed"), []).append((row["env_steps"], value))
+            member = (row.get("member"), row.get("seed"))  # a seed, or a sweep's member
+            by_seed.setdefault(member, []).append((row["env_steps"], value))
     if not by_seed:
         return math.nan
     if last is not None:

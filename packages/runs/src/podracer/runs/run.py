@@ -245,7 +245,7 @@ class Run:
                 f"this run {config.agent!r}"
             )
         self._initial = f"{source.run.path}@{loaded.step}"
-        return warm_start(loaded, train, config.init_opt_state, self.num_seeds, owner)
+        return warm_start(loaded, train, config.init_opt_state, config.num_members, owner)
 
     # -- starting -------------------------------------------------------------------
 
@@ -364,13 +364,18 @@ class Run:
     def log(
         self, row: dict[str, float] | list[dict[str, float]], env_steps: int | None = None
     ) -> None:
-        """Writes one row (or one per seed in a multi-seed run), adding `charts/SPS` and
-        `timing/elapsed` where the runtime did not, and moves the progress line.
+        """Writes one row, or a list of one per member (`config.member_tags()`: a
+        multi-seed run's seeds, a sweep's members, which the rows' tags tell apart),
+        adding `charts/SPS` and `timing/elapsed` where the runtime did not, and moves the
+        progress line.
 
         `env_steps`: where the row falls, if before the end of the step just finished
         (Anakin logs the rows that end within a call after it): its time is interpolated
         within the step, at the step's rate."""
         rows = row if isinstance(row, list) else [row]
+        tags = self.config.member_tags() if isinstance(row, list) else [{}]
+        if len(tags) != len(rows):
+            raise ValueError(f"Run.log: {len(rows)} rows for {len(tags)} members")
         now = time.perf_counter()
         steps = self.env_steps if env_steps is None else int(env_steps)
         before = self._previous_env_steps
@@ -382,17 +387,13 @@ class Run:
         since_time, since_steps = self._log_mark or (self._started, self._restored_env_steps())
         sps = (steps - since_steps) / max(now - since_time, 1e-9)
         self._log_mark = (now, steps)
-        # One value for every seed's row of this step.
+        # One value for every member's row of this step.
         elapsed = self._elapsed_before + now - self._started
-        for seed, r in enumerate(rows):
+        for tag, r in zip(tags, rows, strict=True):
             r.setdefault("charts/SPS", sps)
             r.setdefault("timing/elapsed", elapsed)
-            self._writer.write(steps, r, seed=seed if isinstance(row, list) else None)
-            entry = {
-                "env_steps": steps,
-                **({"seed": seed} if isinstance(row, list) else {}),
-                **r,
-            }
+            self._writer.write(steps, r, tag)
+            entry = {"env_steps": steps, **tag, **r}
             self.history.append(entry)
             if self._on_row is not None and self.is_writer:
                 self._on_row(dict(entry))
@@ -436,7 +437,7 @@ class Run:
 
     def maybe_record(self, agent: Any, params: Any) -> str | None:
         """Writes `videos/<env steps>.mp4` of greedy episodes (process 0) when one is due;
-        `params` as the runtime holds them (replicated, one per seed: seed 0 is filmed)."""
+        `params` as the runtime holds them (replicated, one per member: member 0 is filmed)."""
         if not (self.config.video_interval and self.due("video") and self.is_writer):
             return None
         import jax
@@ -444,18 +445,13 @@ class Run:
         from podracer.runs.video import Recorder
 
         local = jax.tree.map(lambda x: x.addressable_shards[0].data, params)  # this host's copy
-        if self.num_seeds > 1:
+        if self.config.num_members > 1:
             local = jax.tree.map(lambda x: x[0], local)
         if self._recorder is None:
             self._recorder = Recorder(agent, self.config.env, self.config.video_episodes,
                                       env_kwargs=self.config.env_kwargs)  # fmt: skip
         path = os.path.join(self.dir.videos, f"{self.env_steps}.mp4")
         return self._recorder.record(path, local, seed=self.config.seed)
-
-    @property
-    def num_seeds(self) -> int:
-        """Seeds trained together (Anakin's `num_seeds`; 1 elsewhere)."""
-        return getattr(self.config, "num_seeds", 1)
 
     # -- the end --------------------------------------------------------------------
 

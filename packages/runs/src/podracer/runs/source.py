@@ -20,6 +20,9 @@ from podracer.runs.checkpoint import Checkpointer
 from podracer.runs.checkpoint import CheckpointError
 from podracer.runs.config import config_from_json
 from podracer.runs.directory import RunDir
+from podracer.runs.sweep import member_config
+from podracer.runs.sweep import num_members
+from podracer.runs.sweep import tags_of_member
 
 
 class Source(NamedTuple):
@@ -92,15 +95,16 @@ def load(source: Source, spec: Any = None, owner: str = "--init-from") -> Loaded
         if not spec.compatible_with(stored):
             raise ConfigError(f"{owner}: the run's agent was trained on {_describe(stored)}; "
                               f"{spec.name} is {_describe(spec)}")  # fmt: skip
-        agent = _agent(meta, spec)
+        agent = _agent(meta, spec, source.seed_index)
         try:
             train, _ = ckpt.restore_as_saved(step)
         except CheckpointError as e:
             raise ConfigError(f"{owner}: {e}") from None
-    num_seeds = int(meta["config"].get("num_seeds", 1))
-    if source.seed_index >= num_seeds:
-        raise ConfigError(f"{owner}: seed {source.seed_index} of a run of {num_seeds} seed(s)")
-    if num_seeds > 1:  # every leaf has a leading seed axis
+    members = num_members(meta["config"])  # seeds, or a sweep's members
+    if source.seed_index >= members:
+        kind = "member" if meta["config"].get("sweep") else "seed"
+        raise ConfigError(f"{owner}: {kind} {source.seed_index} of a run of {members} {kind}(s)")
+    if members > 1:  # every leaf has a leading member axis
         train = _index(train, source.seed_index)
     params = _fit(train["params"], _abstract_params(agent), loaded_config=meta, owner=owner)
     return Loaded(agent, params, train["opt_state"], step, meta)
@@ -112,16 +116,18 @@ def _describe(spec: Any) -> str:
     return f"observations {spec.observation_shape} {spec.observation_dtype}, {actions}"
 
 
-def _agent(meta: dict[str, Any], spec: Any):
+def _agent(meta: dict[str, Any], spec: Any, member: int = 0):
+    """The run's agent; a sweep's member's, with its point's values."""
     from podracer.agents.registry import agent_entry
     from podracer.agents.registry import make_agent
     from podracer.runs.config import register_sources
 
     register_sources(meta["config"], "the checkpoint's config")  # an agent registered by call
     entry = agent_entry(meta["agent"])
-    agent_config = config_from_json(
-        entry.config_cls, meta["config"]["agent_config"], "agent_config"
-    )
+    config = meta["config"]
+    if config.get("sweep"):
+        config = member_config(config, tags_of_member(config, member))
+    agent_config = config_from_json(entry.config_cls, config["agent_config"], "agent_config")
     return make_agent(meta["agent"], spec, agent_config)
 
 

@@ -1,7 +1,8 @@
 """Metric rows to `metrics.jsonl`, TensorBoard and (optionally) Weights & Biases.
 
 `metrics.jsonl` is the record: one JSON object per row, `{"env_steps", "time", ...}`
-(plus `"seed"` in a multi-seed run, one row per seed). On resume the writer first drops
+(plus `"seed"` in a multi-seed run, one row per seed; `"member"`, `"seed"` and the swept
+values `"sweep/<field>"` in a sweep, one row per member). On resume the writer first drops
 the rows logged after the restored checkpoint (they are replayed, exactly) and rebuilds
 the TensorBoard events from the rows kept, so both hold each step once. Only process 0
 writes; other processes get a writer that drops everything, so callers never branch.
@@ -29,7 +30,7 @@ class MetricWriter:
     Args:
       run_dir: where to write; None writes nothing (non-zero processes, no run dir).
       tensorboard: also write TensorBoard events (under `run_dir/tensorboard`; one
-        subfolder per seed in multi-seed runs, so TensorBoard shows each seed as a run).
+        subfolder per seed or sweep member, so TensorBoard shows each as a run).
       truncate_after: on resume, the restored env-step count: rows after it move to
         `replaced/<time>/metrics.jsonl` (the resume trains those steps again), and the old
         TensorBoard event files to `replaced/<time>/tensorboard/`: nothing is deleted.
@@ -45,7 +46,7 @@ class MetricWriter:
     ):
         self._run_dir = run_dir
         self._file = None
-        self._tb: dict[int | None, Any] = {}
+        self._tb: dict[str, Any] = {}
         self._tb_flushed = time.monotonic()
         self._tensorboard = tensorboard
         self._wandb = None
@@ -85,23 +86,24 @@ class MetricWriter:
         if wandb is not None:
             self._wandb = _start_wandb(run_dir, **wandb)
 
-    def write(self, env_steps: int, metrics: Mapping[str, Any], seed: int | None = None) -> None:
-        """One row; `seed` is the seed index in a multi-seed run."""
+    def write(
+        self, env_steps: int, metrics: Mapping[str, Any], tags: Mapping[str, Any] | None = None
+    ) -> None:
+        """One row; `tags` tell a multi-seed run's seeds or a sweep's members apart
+        (`RunConfig.member_tags`)."""
         if self._file is None:
             return
         row: dict[str, Any] = {"env_steps": int(env_steps), "time": time.time()}
-        if seed is not None:
-            row["seed"] = int(seed)
+        row.update(tags or {})
         row.update({k: float(np.asarray(v)) for k, v in metrics.items()})
         self._file.write(json.dumps(row) + "\n")
         self._file.flush()
         if self._tensorboard:
             self._write_tensorboard(row)
         if self._wandb is not None:
-            prefix = "" if seed is None else f"seed_{seed}/"
-            values = {
-                prefix + k: v for k, v in row.items() if k not in ("env_steps", "time", "seed")
-            }
+            folder = _member_folder(row)
+            prefix = f"{folder}/" if folder else ""
+            values = {prefix + k: v for k, v in row.items() if k not in _NOT_SCALARS}
             self._wandb.log({"global_step": row["env_steps"], **values})
 
     def _write_tensorboard(self, row: dict[str, Any]) -> None:
@@ -114,17 +116,16 @@ class MetricWriter:
         from tensorboardX.proto.event_pb2 import Event
         from tensorboardX.proto.summary_pb2 import Summary
 
-        seed = row.get("seed")
-        if seed not in self._tb:
-            folder = self._run_dir.tensorboard
-            folder = folder if seed is None else os.path.join(folder, f"seed_{seed}")
+        member = _member_folder(row)
+        if member not in self._tb:
+            folder = os.path.join(self._run_dir.tensorboard, member)
             os.makedirs(folder, exist_ok=True)
-            self._tb[seed] = EventsWriter(os.path.join(folder, "events"))
+            self._tb[member] = EventsWriter(os.path.join(folder, "events"))
         values = [
             Summary.Value(tag=k, simple_value=v) for k, v in row.items()
-            if k not in ("env_steps", "time", "seed") and math.isfinite(v)
+            if k not in _NOT_SCALARS and math.isfinite(v)
         ]  # fmt: skip
-        self._tb[seed].write_event(
+        self._tb[member].write_event(
             Event(wall_time=row.get("time", time.time()), step=row["env_steps"],
                   summary=Summary(value=values))
         )  # fmt: skip
@@ -144,6 +145,21 @@ class MetricWriter:
         if self._wandb is not None:
             self._wandb.finish()
             self._wandb = None
+
+
+_NOT_SCALARS = ("env_steps", "time", "seed", "member")
+
+
+def _member_folder(row: Mapping[str, Any]) -> str:
+    """The TensorBoard run of a row: `seed_<k>` for a multi-seed run's seed, for a sweep's
+    member its index, swept values and seed (`member_3_ppo.learning_rate=0.001_seed_1`),
+    and "" (the run's folder itself) otherwise."""
+    if "member" not in row:
+        return "" if row.get("seed") is None else f"seed_{row['seed']}"
+    swept = "".join(
+        f"_{k.partition('/')[2]}={v:g}" for k, v in row.items() if k.startswith("sweep/")
+    )
+    return f"member_{row['member']}{swept}_seed_{row.get('seed', 0)}"
 
 
 def _start_wandb(run_dir: RunDir, project: str, entity: str | None, mode: str, config: dict):

@@ -2,6 +2,7 @@
 
 podracer plot runs/a runs/b --aggregate iqm     curves, bands over seeds, a summary table
 podracer launch -n 2 -- anakin --distributed    a multi-process run on this machine
+podracer sweep-best runs/NAME                   a sweep's points ranked; the best one's config
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ _COMMANDS = {
     "eval": ("podracer.runs.tools.evaluate", "episodes of a saved agent, on any env of its spec"),
     "plot": ("podracer.runs.tools.plot", "curves of one or more runs, aggregated over seeds"),
     "launch": ("podracer.runs.launch", "run N local processes of a multi-host run"),
+    "sweep-best": ("podracer.runs.tools.sweep_best",
+                   "a sweep's final return by point, and the best point's config"),
 }
 
 

@@ -1,7 +1,7 @@
 """`podracer plot`: run directories -> one PNG per metric and a summary table (text, CSV).
 
     podracer plot runs/a runs/b-seed* [--metric eval/episodic_return] [--aggregate iqm]
-                  [--target 475] [--out DIR] [--seeds] [--labels A B]
+                  [--target 475] [--out DIR] [--seeds] [--labels A B] [--group-by FIELD]
 
 Each figure has two panels, the metric against env steps and against wall seconds
 (`timing/elapsed`, compile included); every group is its mean (or IQM) over seeds with a
@@ -131,6 +131,7 @@ def plot_runs(
     num_points: int = 200,
     reps: int = 2000,
     seed: int = 0,
+    group_by: Sequence[str] = (),
 ) -> PlotResult:
     """Loads and groups the runs, writes a PNG per metric and `summary.csv` into `out`.
 
@@ -148,7 +149,7 @@ def plot_runs(
     known = available_metrics(runs)
     for metric in metrics:
         _check(metric in known, f"unknown metric {metric!r}; the runs log: {', '.join(known)}")
-    groups = group_runs(runs, labels)
+    groups = group_runs(runs, labels, group_by)
     if out is None:
         dirs = {run.path for run in runs}
         out = os.path.join(dirs.pop(), "plots") if len(dirs) == 1 else "plots"
@@ -197,6 +198,10 @@ def build_parser(prog: str = "podracer plot") -> argparse.ArgumentParser:
     parser.add_argument("--seeds", action="store_true", help="draw each seed as a thin line")
     parser.add_argument("--labels", nargs="+", metavar="LABEL", help="one per group, in order")
     parser.add_argument(
+        "--group-by", action="append", default=[], metavar="FIELD",
+        help="group by this config field only (repeatable), e.g. a sweep's ppo.learning_rate",
+    )  # fmt: skip
+    parser.add_argument(
         "--final-fraction",
         type=float,
         default=0.1,
@@ -225,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
             num_points=args.points,
             reps=args.reps,
             seed=args.bootstrap_seed,
+            group_by=args.group_by,
         )
     except RunError as e:
         print(f"{parser.prog}: error: {e}", file=sys.stderr)

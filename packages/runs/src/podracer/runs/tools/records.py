@@ -3,13 +3,16 @@
     paths --load_runs--> SeedRun (one per seed) --group_runs--> Group (one config)
 
 Only config.json and metrics.jsonl are read, so runs of either runtime mix; seeds of a
-multi-seed run are split into one SeedRun each, and runs whose configs differ only in
-bookkeeping (seed, cadence, placement) are seeds of one group.
+multi-seed run are split into one SeedRun each, a sweep's members into one each with the
+config of their point (so a member groups with the single run of its values), and runs
+whose configs differ only in bookkeeping (seed, cadence, placement) are seeds of one
+group.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import os
 from collections.abc import Mapping
@@ -17,6 +20,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from podracer.runs.config import RunConfig
+from podracer.runs.sweep import PREFIX
+from podracer.runs.sweep import member_config
 
 RETURN = "charts/episodic_return"
 STEPS = "env_steps"
@@ -29,6 +34,8 @@ SPS = "charts/SPS"
 BOOKKEEPING = RunConfig.MAY_CHANGE_ON_RESUME | {
     "seed", "num_seeds", "num_devices", "actor_device_ids", "learner_device_ids",
     "actor_loop", "queue_size", "stage_timeout_s", "video_interval",
+    # A sweep's members are read with their point's config and no sweep (`member_config`).
+    "sweep",
 }  # fmt: skip
 BOOKKEEPING_SUFFIXES = ("_interval",)  # log/eval/checkpoint/video cadence
 BOOKKEEPING_PREFIXES = ("wandb_",)
@@ -45,13 +52,16 @@ class SeedRun:
     path: str  # the run directory
     config: Mapping[str, Any]  # its config.json
     seed: int  # the seed value (config seed + index in a multi-seed run)
-    index: int | None  # the seed index in a multi-seed run; None for a one-seed run
+    index: int | None  # the seed (or sweep member) index in its run; None for a one-seed run
     rows: tuple[Mapping[str, Any], ...]  # metrics.jsonl rows of this seed, in order
+    kind: str = "seed"  # what `index` counts: "seed", or "member" of a sweep
 
     @property
     def name(self) -> str:
         base = os.path.basename(self.path)
-        return base if self.index is None else f"{base}[seed {self.index}]"
+        if self.index is None:
+            return base
+        return f"{base}[{self.kind} {self.index}]"
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -130,6 +140,18 @@ def _seeds_of(path: str) -> list[SeedRun]:
     if not rows:
         raise RunError(f"{path} has no metrics (metrics.jsonl missing or empty)")
     base_seed = int(config.get("seed") or 0)
+    if config.get("sweep"):
+        members: dict[int, list] = {}
+        for r in rows:
+            if number(r.get("member")) is not None:
+                members.setdefault(int(r["member"]), []).append(r)
+        if not members:
+            raise RunError(f"{path}: a sweep, but no row has a member key")
+        return [
+            SeedRun(path, member_config(config, rs[0]), base_seed + int(rs[0].get("seed", 0)),
+                    m, tuple(rs), "member")
+            for m, rs in sorted(members.items())
+        ]  # fmt: skip
     per_seed = [r for r in rows if number(r.get("seed")) is not None]
     if int(config.get("num_seeds") or 1) <= 1 and not per_seed:
         return [SeedRun(path, config, base_seed, None, tuple(rows))]
@@ -174,7 +196,8 @@ def available_metrics(runs: Sequence[SeedRun]) -> list[str]:
     for run in runs:
         for row in run.rows:
             names.update(k for k, v in row.items() if number(v) is not None)
-    return sorted(names - {STEPS, "seed", "time"})
+    names = {n for n in names if not n.startswith(PREFIX)}  # a sweep's values, not metrics
+    return sorted(names - {STEPS, "seed", "member", "time"})
 
 
 # --- Grouping ------------------------------------------------------------------------
@@ -230,12 +253,39 @@ def _labels(keys: list[dict[str, Any]]) -> list[str]:
     return labels
 
 
-def group_runs(runs: Sequence[SeedRun], labels: Sequence[str] | None = None) -> list[Group]:
-    """Seeds grouped by config, in order of first appearance; `labels` replace the names."""
+def _by_fields(runs: Sequence[SeedRun], by: Sequence[str]) -> list[str]:
+    """`--group-by` names as flattened config keys: a field of the agent's config by its
+    flag name (`ppo.learning_rate`) or its path (`agent_config.learning_rate`), or any
+    other config field (`num_envs`)."""
+    known = set().union(*(_flatten(r.config) for r in runs))
+    out = []
+    for name in by:
+        name = name.replace("-", "_").removeprefix(PREFIX)
+        head, dot, rest = name.partition(".")
+        agents = {str(r.config.get("agent", "")).rpartition(":")[2] for r in runs}
+        key = f"agent_config.{rest}" if dot and head in agents else name
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=3)
+            raise RunError(f"no run has a config field {name!r}" +
+                           (f"; did you mean {', '.join(close)}?" if close else ""))  # fmt: skip
+        out.append(key)
+    return out
+
+
+def group_runs(
+    runs: Sequence[SeedRun], labels: Sequence[str] | None = None, by: Sequence[str] = ()
+) -> list[Group]:
+    """Seeds grouped by config, in order of first appearance; `labels` replace the names.
+    With `by` (config fields, see `_by_fields`), by the agent, the env and those fields
+    only: the runs that share their values are one group whatever else differs."""
     keys: list[dict[str, Any]] = []
     members: list[list[SeedRun]] = []
+    fields = ["agent", "env", *_by_fields(runs, by)] if by else []
     for run in runs:
         key = group_key(run.config)
+        if fields:
+            flat = _flatten(run.config)
+            key = {f: flat.get(f, _MISSING) for f in fields}
         if key in keys:
             members[keys.index(key)].append(run)
         else:
