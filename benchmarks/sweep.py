@@ -8,12 +8,15 @@ a grid of 4 learning rates x 4 entropy costs, `--steps` env steps per member:
 * sequence: the 16 single runs with the same values and seed, one after another, in this
   process (each compiles its own program, as separate runs do).
 
-Prints the wall time of each (compiles included: what a researcher waits for) and the
-aggregate SPS after compiling (each run's `RunResult.sps`, its rate after the first
-chunk, times its members; for the sequence, all steps over the sum of each run's steps
-at its rate), their ratios, and how far each member's curve is from its single run's
-(the largest relative difference of `losses/total` and of the episodic return over all
-rows: float tolerance, as the same program vmapped may fuse differently).
+Prints the wall time of each (compiles included: what a researcher waits for), the
+aggregate SPS after compiling (`RunResult.sps`, a run's rate after its first chunk, times
+its members; for the sequence, all steps over the sum of each run's steps at its rate),
+their ratios, and how long each member's curve stays equal to its single run's: the rows
+before `losses/total` first differs by more than 1e-4 (relative). The two programs round
+differently in the last bit (vmapped over members; the single run's values are
+compile-time constants) and training amplifies that: the curves agree exactly at first
+and part later, as a multi-seed run's seeds part from their single runs
+(packages/anakin/tests/test_seeds.py holds both to 1e-4 over short runs).
 
     uv run python benchmarks/sweep.py [--steps 500000] [--grid 4]
 """
@@ -69,21 +72,19 @@ def main() -> None:
         "ppo.entropy_cost=" + ",".join(map(str, ents)),
     )
     result, sweep_wall = timed(config(args.steps, sweep=sweep))
-    sweep_after = result.env_steps * members / result.sps  # seconds at the steady rate
-    singles, seq_wall, seq_after, worst = [], 0.0, 0.0, 0.0
+    sweep_after = result.env_steps / result.sps  # seconds at the steady rate
+    seq_wall, seq_after, agree, finals = 0.0, 0.0, [], []
     for m, (lr, ent) in enumerate((lr, ent) for lr in lrs for ent in ents):
         alone, wall = timed(config(args.steps, **{"ppo.learning_rate": lr,
                                                    "ppo.entropy_cost": ent}))  # fmt: skip
         seq_wall += wall
         seq_after += alone.env_steps / alone.sps
         rows = [r for r in result.history if r["member"] == m]
-        for name in ("losses/total", "charts/episodic_return"):
-            a, b = curve(rows, name), curve(alone.history, name)
-            both = np.isfinite(a) & np.isfinite(b)
-            assert (np.isfinite(a) == np.isfinite(b)).all(), (m, name)
-            rel = np.abs(a[both] - b[both]) / np.maximum(np.abs(b[both]), 1e-6)
-            worst = max(worst, float(rel.max(initial=0.0)))
-        singles.append(alone)
+        a, b = curve(rows, "losses/total"), curve(alone.history, "losses/total")
+        apart = np.abs(a - b) > 1e-4 * np.abs(b)
+        agree.append(int(np.argmax(apart)) if apart.any() else len(a))
+        last = lambda h: np.nanmean(curve(h, "charts/episodic_return")[-10:])  # noqa: E731
+        finals.append((last(rows), last(alone.history)))
     steps = result.env_steps * members
     print(f"\nPPO CartPole-v1 (PureJaxRL's config), {members} members x {args.steps:,} steps")
     print(f"{'':>10} {'wall s':>8} {'aggregate SPS (after compile)':>30}")
@@ -91,13 +92,13 @@ def main() -> None:
     print(f"{'sequence':>10} {seq_wall:>8.1f} {steps / seq_after:>30,.0f}")
     print(f"sweep / sequence: {seq_wall / sweep_wall:.2f}x wall clock, "
           f"{seq_after / sweep_after:.2f}x aggregate SPS after compile")  # fmt: skip
-    print(f"members against their single runs: largest relative difference {worst:.2e} "
-          "(losses/total, charts/episodic_return, every row)")
-    finals = [np.nanmean(curve([r for r in result.history if r["member"] == m],
-                               "charts/episodic_return")[-2:]) for m in range(members)]  # fmt: skip
-    best = int(np.nanargmax(finals))
-    print(f"best member {best}: lr {lrs[best // len(ents)]}, entropy {ents[best % len(ents)]}, "
-          f"final return {finals[best]:.1f}")
+    rows = len([r for r in result.history if r["member"] == 0])
+    print(f"rows equal (losses/total within 1e-4) before a member's curve parts from its single "
+          f"run's, of {rows}: min {min(agree)}, median {int(np.median(agree))}")  # fmt: skip
+    print("final return (last 10 rows), sweep against sequence, by member:")
+    for m, (ours, alone) in enumerate(finals):
+        print(f"  lr {lrs[m // len(ents)]:<7g} entropy {ents[m % len(ents)]:<6g} "
+              f"{ours:7.1f} {alone:7.1f}")
 
 
 if __name__ == "__main__":
