@@ -68,8 +68,11 @@ def test_seed_k_of_a_multi_seed_run_is_the_run_with_seed_plus_k(tmp_path, agent)
     ]  # fmt: skip
 
 
-@pytest.mark.parametrize("members", [{"num_seeds": 2}, {"sweep": SWEEP[:1]}])
-def test_a_multi_seed_run_or_a_sweep_resumes_exactly(tmp_path, members):
+PBT = {"sweep": SWEEP, "pbt_interval": 256}
+
+
+@pytest.mark.parametrize("members", [{"num_seeds": 2}, {"sweep": SWEEP[:1]}, PBT])
+def test_a_multi_seed_run_a_sweep_or_pbt_resumes_exactly(tmp_path, members):
     config = tiny(tmp_path, **members, run_name="a", checkpoint_interval=256)
     full = train(config)
     shutil.copytree(tmp_path / "a", tmp_path / "b")
@@ -83,6 +86,12 @@ def test_a_multi_seed_run_or_a_sweep_resumes_exactly(tmp_path, members):
         json.loads(x) for x in (tmp_path / name / "metrics.jsonl").read_text().splitlines()
     )  # noqa: E501,E731
     assert rows("a") == rows("b")
+    if "pbt_interval" in members:  # mid-PBT: the same steps, the same lineage
+        swept = lambda name: [{k: v for k, v in r.items() if k.startswith("sweep/")}  # noqa: E731
+                              for r in rows_of(tmp_path / name)]  # fmt: skip
+        assert swept("a") == swept("b")
+        lineage = lambda name: (tmp_path / name / "pbt.jsonl").read_text()  # noqa: E731
+        assert lineage("a") == lineage("b") and len(lineage("a").splitlines()) == 3
     if "sweep" in members:  # the grid defines what is learned: a resume keeps it
         with pytest.raises(ConfigError, match="sweep"):
             train(dataclasses.replace(config, run_name="b", resume=True, sweep=()))
@@ -139,6 +148,69 @@ def test_a_member_of_a_sweep_is_the_single_run_with_its_values_and_seed(tmp_path
     means = {k: np.nanmean(v) for k, v in finals.items()}
     lr, lam = max(means, key=means.get)  # one row per member: its final rows' mean is this
     assert (best["agent_config"]["learning_rate"], best["agent_config"]["lambda_"]) == (lr, lam)
+
+
+def test_pbt_copies_the_best_members_into_the_worst_and_perturbs_within_the_grid():
+    from podracer.agents import TrainState
+    from podracer.anakin.runtime import PERTURB_FACTORS
+    from podracer.anakin.runtime import Population
+    from podracer.anakin.runtime import RunnerState
+    from podracer.anakin.runtime import make_exploit
+    from podracer.anakin.runtime import make_mesh
+
+    members = 6
+    ids = np.arange(members, dtype=np.float32)
+    train = TrainState({"w": ids[:, None] * np.ones((members, 3), np.float32)},
+                       {"mu": -ids}, np.zeros((members, 2), np.uint32),
+                       np.zeros(members, np.int32))  # fmt: skip
+    envs = np.zeros((members, 2), np.float32)  # [M, N]: each member's 2 envs
+    returns = np.array([1.0, 5.0, -2.0, 3.0, 0.0, 9.0], np.float32)
+    counts = np.array([1, 1, 1, 1, 0, 1], np.float32)  # member 4 saw no episode end: last
+    lr = np.array([1e-3, 2e-3, 3e-3, 4e-3, 5e-3, 6e-3], np.float32)
+    population = Population({"learning_rate": lr}, returns, counts)
+    state = RunnerState(train, envs, envs, np.zeros((members, 2, 2), np.uint32), None, (),
+                        population)  # fmt: skip
+    exploit = make_exploit(make_mesh(1), members, 2, {"learning_rate": (1e-3, 6e-3)})
+    new, sources = jax.device_get(exploit(state, jax.random.PRNGKey(0)))
+    # Worst: 4 (no episode), then 2; best: 5, then 1. The rest keep their own state.
+    assert list(sources[[0, 1, 3, 5]]) == [0, 1, 3, 5]
+    assert sources[4] in (1, 5) and sources[2] in (1, 5)
+    np.testing.assert_array_equal(new.train.params["w"][:, 0], sources.astype(np.float32))
+    np.testing.assert_array_equal(new.train.opt_state["mu"], -sources.astype(np.float32))
+    values = new.population.values["learning_rate"]
+    np.testing.assert_array_equal(values[[0, 1, 3, 5]], lr[[0, 1, 3, 5]])
+    for m in (2, 4):  # the source's value scaled by 0.8 or 1.2, clipped to the grid's range
+        candidates = np.clip(lr[sources[m]] * np.float32(PERTURB_FACTORS), 1e-3, 6e-3)
+        assert np.isclose(values[m], candidates).any(), (m, values[m], candidates)
+    assert not new.population.return_sum.any() and not new.population.episode_count.any()
+
+
+def test_a_pbt_run_records_its_lineage_and_rows_carry_the_values_in_force(tmp_path):
+    result = train(tiny(tmp_path, run_name="pbt", **PBT, log_interval=128))
+    lineage = [json.loads(x) for x in (tmp_path / "pbt" / "pbt.jsonl").read_text().splitlines()]
+    assert [line["env_steps"] for line in lineage] == [256, 512, 768]
+    for line in lineage:
+        assert sum(s != m for m, s in enumerate(line["sources"])) == 1  # 0.25 of 4 members
+    # A row after a step carries the values that step left in force.
+    after = {r["member"]: r["sweep/qlambda.learning_rate"]
+             for r in result.history if r["env_steps"] == 384}  # fmt: skip
+    assert [after[m] for m in range(4)] == pytest.approx(
+        lineage[0]["values"]["sweep/qlambda.learning_rate"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"pbt_interval": 256}, "AnakinConfig.pbt_interval must be 0 without a sweep"),
+        ({"pbt_interval": 256, "sweep": SWEEP, "pbt_fraction": 0.6}, "must be in (0, 0.5]"),
+        ({"pbt_interval": 256, "sweep": SWEEP, "pbt_fraction": 0.2}, "at least 1 / 4"),
+    ],
+)
+def test_bad_pbt_settings_fail_in_one_line(changes, message):
+    with pytest.raises(ConfigError) as info:
+        AnakinConfig(**changes)
+    assert message in str(info.value)
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
 """The same global config learns the same on 1, 2 and 4 devices (fake CPU devices),
-feed-forward, recurrent and a sweep's members."""
+feed-forward, recurrent, a sweep's members and a PBT population."""
 
 import os
 import subprocess
@@ -18,20 +18,26 @@ SCRIPT = textwrap.dedent(
     gru = PPOConfig(core="gru", core_size=8, hidden_sizes=(8,), num_minibatches=2)
     # And a sweep: 2 x 2 points x 2 seeds, members on a leading axis as seeds are.
     sweep = dict(num_seeds=2, sweep=("ppo.learning_rate=1e-3,3e-3", "ppo.entropy_cost=0,0.02"))
+    # And PBT over it, a step at each of the 2 chunks' ends.
+    pbt = dict(sweep, pbt_interval=5 * 8 * 8)
     for agent, T, agent_config, members in (("qlambda", 4, None, {}), ("ppo", 8, None, {}),
-                                            ("ppo", 8, gru, {}), ("ppo", 8, None, sweep)):
+                                            ("ppo", 8, gru, {}), ("ppo", 8, None, sweep),
+                                            ("ppo", 8, None, pbt)):
         runs = {}
         for n in (1, 2, 4):
             config = AnakinConfig(agent=agent, num_envs=8, rollout_length=T, updates_per_chunk=5,
                                   total_env_steps=2 * 5 * 8 * T, num_devices=n, progress=False,
                                   tensorboard=False, agent_config=agent_config, **members)
             result = train(config)
-            runs[n] = (jax.device_get(result.state.train.params), result.history)
+            runs[n] = (jax.device_get((result.state.train.params, result.state.population)),
+                       result.history)
         for n in (2, 4):
             jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5),
                          runs[1][0], runs[n][0])
             for h1, hn in zip(runs[1][1], runs[n][1], strict=True):
                 assert h1.get("member") == hn.get("member") and h1.get("seed") == hn.get("seed")
+                swept = lambda h: {k: v for k, v in h.items() if k.startswith("sweep/")}
+                assert swept(h1) == swept(hn)  # PBT: the same members copied, the same values
                 r1, rn = h1["charts/episodic_return"], hn["charts/episodic_return"]
                 assert r1 == rn or (np.isnan(r1) and np.isnan(rn))
                 np.testing.assert_allclose(

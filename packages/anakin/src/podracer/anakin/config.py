@@ -42,6 +42,13 @@ class AnakinConfig(RunConfig):
     # --sweep ppo.entropy_cost=0,0.01 trains the grid's 4 points x num_seeds seeds as its
     # members (float fields of the agent's config; podracer.runs.sweep).
     sweep: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
+    # Population-based training of the sweep's members (Jaderberg et al., 2017): at the end
+    # of the first chunk at or past each multiple of pbt_interval env steps, the worst
+    # pbt_fraction of members (by mean episodic return since the last such step) copy the
+    # params, optimizer state and swept values of one of the best pbt_fraction, then scale
+    # each swept value by 0.8 or 1.2 within the grid's range. 0: off.
+    pbt_interval: int = 0
+    pbt_fraction: float = 0.25
 
     RUNTIME: ClassVar[str] = "anakin"
     # Each preset's sizes on this runtime (podracer/anakin/presets.py).
@@ -58,11 +65,27 @@ class AnakinConfig(RunConfig):
         if not isinstance(self.sweep, tuple):
             object.__setattr__(self, "sweep", tuple(self.sweep))
         object.__setattr__(self, "_sweep", parse_sweep(self.sweep, self.agent, self.agent_config))
+        check_int(self, "pbt_interval", minimum=0)
+        if self.pbt_interval:
+            if not self.grid.fields:
+                fail(self, "pbt_interval", "0 without a sweep (--sweep names the values PBT "
+                     "explores, and its grid the starting population)")  # fmt: skip
+            fraction = self.pbt_fraction
+            if not (isinstance(fraction, int | float) and 0 < fraction <= 0.5):
+                fail(self, "pbt_fraction", "in (0, 0.5] (the worst and the best fractions)")
+            if self.pbt_exploited < 1:
+                fail(self, "pbt_fraction", f"at least 1 / {self.num_members} (the members): "
+                     "at least one member copies another")  # fmt: skip
 
     @property
     def grid(self) -> Sweep:
         """The parsed sweep (no fields: no sweep)."""
         return self._sweep  # type: ignore[attr-defined]
+
+    @property
+    def pbt_exploited(self) -> int:
+        """Members that copy another at each PBT step (and members they copy from)."""
+        return int(self.pbt_fraction * self.num_members)
 
     @property
     def num_members(self) -> int:

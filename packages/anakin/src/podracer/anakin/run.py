@@ -7,7 +7,9 @@ checkpoint's shared `train` item, the rest its `runtime` item.
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -29,6 +31,7 @@ from podracer.anakin.runtime import Swept
 from podracer.anakin.runtime import check_memory
 from podracer.anakin.runtime import make_chunk
 from podracer.anakin.runtime import make_evaluate
+from podracer.anakin.runtime import make_exploit
 from podracer.anakin.runtime import make_init
 from podracer.anakin.runtime import make_mesh
 from podracer.anakin.runtime import state_shardings
@@ -36,6 +39,8 @@ from podracer.runs import Run
 from podracer.runs import RunResult
 from podracer.runs import abstract_like
 from podracer.runs import block
+from podracer.runs.directory import read_jsonl
+from podracer.runs.sweep import PREFIX
 from podracer.runs.sweep import with_values
 
 
@@ -46,6 +51,7 @@ class Program(NamedTuple):
     chunk: Any  # RunnerState -> (RunnerState, ChunkMetrics)
     evaluate: Any  # (params, key) -> mean greedy return, or None
     abstract: RunnerState  # ShapeDtypeStructs with their shardings
+    exploit: Any = None  # PBT's step: (state, key) -> (state, sources), or None
 
 
 def make_env(config: AnakinConfig):
@@ -96,8 +102,10 @@ _TRACED_VALUE_ERRORS = (
 
 
 def _program(config: AnakinConfig, env, agent, mesh, swept) -> Program:
-    members = config.num_members
-    init = make_init(agent, env, config.num_envs, mesh, config.rollout_length, members, swept)
+    members, pbt = config.num_members, config.pbt_interval > 0
+    init = make_init(
+        agent, env, config.num_envs, mesh, config.rollout_length, members, swept, pbt
+    )
     abstract = jax.eval_shape(init, member_keys(config))
     check_memory(abstract, config.num_envs, config.rollout_length, mesh)
     evaluate = None
@@ -115,7 +123,12 @@ def _program(config: AnakinConfig, env, agent, mesh, swept) -> Program:
         if evaluate is not None:
             keys = jax.ShapeDtypeStruct((members, 2), jnp.uint32)
             jax.eval_shape(evaluate, abstract.train.params, keys)
-    return Program(init, chunk, evaluate, abstract)
+    exploit = None
+    if pbt:
+        grid = config.grid
+        bounds = {f: (min(v), max(v)) for f, v in zip(grid.fields, grid.values, strict=True)}
+        exploit = make_exploit(mesh, members, config.pbt_exploited, bounds)
+    return Program(init, chunk, evaluate, abstract, exploit)
 
 
 def _unsweepable(config: AnakinConfig, env, agent, mesh, swept: Swept) -> str:
@@ -248,6 +261,52 @@ class _Rows:
         return rows
 
 
+class Lineage:
+    """PBT's steps and their record, `pbt.jsonl` in the run directory: a line per step,
+    `{"env_steps", "sources", "values"}`: member i took member `sources[i]`'s state, then
+    the swept values `values` (`sweep/<group>.<field>` -> one per member). A resume drops
+    the lines after its checkpoint (it makes them again, exactly)."""
+
+    FILE = "pbt.jsonl"
+
+    def __init__(self, run: Run, config: AnakinConfig) -> None:
+        self._run, self._config = run, config
+        self._path = os.path.join(run.dir.path, self.FILE)
+        self._names = {f: f"{PREFIX}{config.grid.group}.{f}" for f in config.grid.fields}
+        if run.is_writer and os.path.exists(self._path):
+            kept = [r for r in read_jsonl(self._path) if r["env_steps"] <= run.env_steps]
+            with open(self._path + ".tmp", "w") as f:
+                f.writelines(json.dumps(r) + "\n" for r in kept)
+            os.replace(self._path + ".tmp", self._path)
+
+    def values(self, state: RunnerState) -> dict[str, np.ndarray]:
+        """The members' swept values in `state`, as rows name them."""
+        values = jax.device_get(state.population.values)
+        return {self._names[k]: np.asarray(v) for k, v in values.items()}
+
+    def due(self, updates: int) -> bool:
+        """After `updates` updates of the run: whether they end the first chunk at or past
+        a multiple of `pbt_interval` env steps (where calls end depends on timing; where
+        chunks end does not)."""
+        config, steps = self._config, self._run.env_steps
+        interval = config.pbt_interval
+        if updates % config.updates_per_chunk:
+            return False
+        return steps // interval > (steps - config.steps_per_chunk) // interval
+
+    def exploit(self, exploit, state: RunnerState) -> RunnerState:
+        count = self._run.env_steps // self._config.pbt_interval
+        key = jax.random.fold_in(jax.random.PRNGKey(self._config.seed), count)
+        state, sources = exploit(state, key)
+        if self._run.is_writer:
+            line = {"env_steps": self._run.env_steps,
+                    "sources": np.asarray(jax.device_get(sources)).tolist(),
+                    "values": {k: v.tolist() for k, v in self.values(state).items()}}  # fmt: skip
+            with open(self._path, "a") as f:
+                f.write(json.dumps(line) + "\n")
+        return state
+
+
 def train(
     config: AnakinConfig, on_row: Callable[[dict[str, Any]], None] | None = None
 ) -> RunResult:
@@ -272,30 +331,38 @@ def train(
         run.begin(env.spec, f"compiling a chunk of {config.updates_per_chunk} updates ...")
         rows, cap = _Rows(config.num_members), None
         per_update = config.steps_per_update
+        lineage = Lineage(run, config) if program.exploit is not None else None
         while run.running():
             if cap is None:  # in the first loop step, which compiles
                 cap = call_cap(program, state, config, run.is_writer)
             done = run.env_steps // per_update
             updates, ends = plan(config, cap, done)
+            values = lineage.values(state) if lineage else {}  # in force during the call
             state, metrics = program.chunk(state, updates, ends)
             metrics = jax.device_get(block(metrics))
             seconds = run.step_seconds()
             run.advance(updates * per_update)
             evaluate = program.evaluate is not None and run.due("eval")
+            exploit = lineage is not None and lineage.due(done + updates)
             # A row still open is closed where a step must not leave it behind: at an
-            # evaluation, at a checkpoint (a resume starts from it) and at the end.
-            close = evaluate or run.due("checkpoint") or run.last
+            # evaluation, at a checkpoint (a resume starts from it), at PBT's step (the
+            # values change) and at the end.
+            close = evaluate or exploit or run.due("checkpoint") or run.last
             tail = [updates] if not ends or ends[-1] < updates else []  # an open row's bin
             for k, (start, end) in enumerate(zip([0, *ends], ends + tail, strict=False)):
                 rows.add(metrics, k, end - start, seconds * (end - start) / updates)
                 if k == len(ends) and not close:
                     break  # the open row continues in the next call
                 row = rows.take()
+                for m, r in enumerate(row):  # PBT: each member's values in this row
+                    r.update({k: float(v[m]) for k, v in values.items()})
                 if evaluate and end == updates:
                     returns = greedy_returns(program, config, state.train.params, run.step)
                     for r, value in zip(row, returns, strict=True):
                         r["eval/episodic_return"] = value
                 run.log(row, (done + end) * per_update)
+            if exploit:
+                state = lineage.exploit(program.exploit, state)
             run.maybe_record(agent, state.train.params)
             run.maybe_save(env.spec, state.train, state._replace(train=None))
         return run.finish(state)

@@ -70,6 +70,17 @@ class RunnerState(NamedTuple):
     # [N, ...] sharded: a recurrent agent's core state for acting on `timestep` (before
     # its reset at `first`); () for feed-forward agents.
     core: Any = ()
+    # Population-based training's `Population` (replicated), () without: the members'
+    # swept values live in the state, where the exploit step changes them.
+    population: Any = ()
+
+
+class Population(NamedTuple):
+    """What PBT keeps per member (leaves `[M]` in the run's state, scalars in a chunk)."""
+
+    values: dict[str, chex.Array]  # agent_config path -> the member's swept value
+    return_sum: chex.Array  # float32: episodic returns since the last exploit step
+    episode_count: chex.Array  # float32
 
 
 # The most rows one call may end (static: the metrics' row axis is MAX_ROWS + 1 long, the
@@ -127,6 +138,7 @@ def state_shardings(mesh: Mesh, state: RunnerState, num_seeds: int = 1) -> Runne
         env_key=sharded,
         replay=jax.tree.map(lambda _: sharded, state.replay),
         core=jax.tree.map(lambda _: sharded, state.core),
+        population=jax.tree.map(lambda _: replicated, state.population),
     )
 
 
@@ -151,13 +163,14 @@ def make_init(
     rollout_length: int | None = None,
     num_seeds: int = 1,
     swept: Swept | None = None,
+    population: bool = False,
 ) -> Callable[[chex.PRNGKey], RunnerState]:
     """`init(key) -> RunnerState`, computed directly into its shardings (multi-host safe).
 
     With `num_seeds > 1`, `init(keys [S, 2])`: S independent states stacked on a leading
     member axis (member k's state is what `init(keys[k])` makes alone; with `swept`, with
-    its own agent). `rollout_length` sizes the replay's sequences; agents with replay
-    need it.
+    its own agent; with `population`, holding its swept values for PBT). `rollout_length`
+    sizes the replay's sequences; agents with replay need it.
     """
     if agent.replay is not None and rollout_length is None:
         raise ValueError(f"make_init: agent {agent.name!r} has replay and needs rollout_length")
@@ -179,7 +192,11 @@ def make_init(
                 rollout, train.params, env_state, timestep, env_keys, core, train.update_step
             )[0]
         replay_state = init_local_replays(agent, shapes, mesh.size)
-        return RunnerState(train, env_state, timestep, env_keys, replay_state, core)
+        members = ()
+        if population:
+            zero = jnp.float32(0.0)
+            members = Population({k: jnp.float32(v) for k, v in hparams.items()}, zero, zero)
+        return RunnerState(train, env_state, timestep, env_keys, replay_state, core, members)
 
     # Seeds one after another (`lax.map`), not vmapped: vmapped, Flax's orthogonal
     # initialisers become batched LAPACK QRs, which XLA:CPU's default concurrency-
@@ -272,10 +289,16 @@ def make_chunk(
         )  # fmt: skip
         train, losses, replay_state = learn(state.train, trajectory, state.replay)
         sums = jax.lax.psum(_episode_sums(trajectory.timestep), AXIS)
-        state = RunnerState(train, env_state, timestep, env_key, replay_state, core)
+        members = state.population
+        if isinstance(members, Population):  # PBT's score: the return since its last exploit step
+            members = members._replace(return_sum=members.return_sum + sums[0],
+                                       episode_count=members.episode_count + sums[2])  # fmt: skip
+        state = RunnerState(train, env_state, timestep, env_key, replay_state, core, members)
         return state, ChunkMetrics(losses, *sums)
 
     def chunk(state: RunnerState, updates: jax.Array, row_ends: jax.Array, hparams):
+        if isinstance(state.population, Population):  # PBT: the values exploit changes
+            hparams = state.population.values
         agent = agent_of(hparams)
         shapes = jax.eval_shape(lambda s: one_update(s, agent)[1], state)
         zeros = jax.tree.map(lambda s: jnp.zeros((MAX_ROWS + 1, *s.shape), s.dtype), shapes)
@@ -356,6 +379,62 @@ def _jit_with_state_shardings(fn, mesh: Mesh, num_seeds: int, updates_per_chunk:
     call.lower = lambda state, updates=None, rows=(): jitted(state).lower(
         state, *arguments(updates, rows)
     )
+    return call
+
+
+PERTURB_FACTORS = (0.8, 1.2)  # PBT's explore step (Jaderberg et al., 2017)
+
+
+def make_exploit(
+    mesh: Mesh, num_members: int, exploited: int, bounds: Mapping[str, tuple[float, float]]
+):
+    """PBT's exploit and explore step on the whole population, compiled:
+
+        exploit(state, key) -> (state, sources [M] int32)
+
+    Members ranked by mean episodic return since the previous step (none ended: last; ties
+    by index); each of the `exploited` worst copies the params, optimizer state and swept
+    values of one of the `exploited` best, chosen with `key`, then scales each value by
+    a factor of `PERTURB_FACTORS`, clipped to its `bounds` (the grid's range: every value
+    stays one the config accepts). Member i's new state is member `sources[i]`'s; members
+    keep their own environments and keys. Scores restart from zero."""
+    factors = jnp.asarray(PERTURB_FACTORS, jnp.float32)
+
+    def exploit(state: RunnerState, key: chex.PRNGKey):
+        members: Population = state.population
+        count = members.episode_count
+        mean = members.return_sum / jnp.maximum(count, 1.0)
+        score = jnp.where(count > 0, mean, -jnp.inf)
+        order = jnp.argsort(score, stable=True)  # worst first
+        worst, best = order[:exploited], order[num_members - exploited :]
+        pick_key, perturb_key = jax.random.split(key)
+        chosen = best[jax.random.randint(pick_key, (exploited,), 0, exploited)]
+        sources = jnp.arange(num_members).at[worst].set(chosen)
+        take = lambda tree: jax.tree.map(lambda x: x[sources], tree)  # noqa: E731
+        train = state.train._replace(
+            params=take(state.train.params), opt_state=take(state.train.opt_state)
+        )
+        values = {}
+        for i, (name, v) in enumerate(sorted(members.values.items())):
+            scale = jax.random.choice(jax.random.fold_in(perturb_key, i), factors, (exploited,))
+            low, high = bounds[name]
+            values[name] = jnp.clip(v[sources].at[worst].multiply(scale), low, high)
+        zeros = jnp.zeros_like(members.return_sum)
+        state = state._replace(train=train, population=Population(values, zeros, zeros))
+        return state, sources.astype(jnp.int32)
+
+    cache = {}
+
+    def call(state, key):
+        if "jit" not in cache:
+            shardings = state_shardings(mesh, state, num_members)
+            replicated = NamedSharding(mesh, P())
+            cache["jit"] = jax.jit(
+                exploit, in_shardings=(shardings, replicated),
+                out_shardings=(shardings, replicated), donate_argnums=0,
+            )  # fmt: skip
+        return cache["jit"](state, key)
+
     return call
 
 

@@ -34,14 +34,18 @@ from podracer.runs.tools.records import read_metrics
 def point_finals(
     history: Sequence[Mapping[str, Any]], metric: str = RETURN, fraction: float = FINAL_FRACTION
 ) -> list[tuple[dict[str, float], list[float]]]:
-    """`(point, finals of its seeds)` for each grid point of a sweep's rows, in grid order."""
+    """`(point, finals of its seeds)` for each grid point of a sweep's rows, in grid order
+    (a member's point is that of its first row: where PBT started it)."""
     from podracer.runs.tools.aggregate import final_value
 
     points: dict[tuple, tuple[dict[str, float], dict[int, list]]] = {}
+    first: dict[int, dict[str, float]] = {}
     for row in history:
         if "member" not in row:
             continue
-        point = {k: v for k, v in row.items() if k.startswith(PREFIX)}
+        point = first.setdefault(
+            row["member"], {k: v for k, v in row.items() if k.startswith(PREFIX)}
+        )
         entry = points.setdefault(tuple(sorted(point.items())), (point, {}))
         value = row.get(metric, math.nan)
         if isinstance(value, int | float) and math.isfinite(value) and (
