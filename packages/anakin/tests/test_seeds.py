@@ -17,6 +17,8 @@ from podracer.agents import QLambdaConfig
 from podracer.agents.validation import ConfigError
 from podracer.anakin import AnakinConfig
 from podracer.anakin import train
+from podracer.runs.source import load
+from podracer.runs.source import parse_source
 from podracer.runs.sweep import num_members
 from podracer.runs.sweep import tags_of_member
 from podracer.runs.tools.records import group_runs
@@ -114,6 +116,13 @@ def test_a_member_of_a_sweep_is_the_single_run_with_its_values_and_seed(tmp_path
         assert a.keys() == b.keys()
         for name in a:
             assert a[name] == pytest.approx(b[name], rel=1e-4, abs=1e-6), name
+    # A member's checkpoint loads as that member: its params, its point's agent config.
+    loaded = load(parse_source("sweep:5", tmp_path))
+    jax.tree.map(lambda a, b: np.testing.assert_array_equal(a, np.asarray(b)[5]),
+                 loaded.params, params)  # fmt: skip
+    assert loaded.agent.config == config
+    with pytest.raises(ConfigError, match="member 8 of a run of 8 member"):
+        load(parse_source("sweep:8", tmp_path))
     # Every member learned something different: the values reached the program.
     losses = {r["member"]: r["losses/total"] for r in sweep.history if r["env_steps"] == 768}
     assert len(set(losses.values())) == 8

@@ -95,15 +95,17 @@ def load(source: Source, spec: Any = None, owner: str = "--init-from") -> Loaded
         if not spec.compatible_with(stored):
             raise ConfigError(f"{owner}: the run's agent was trained on {_describe(stored)}; "
                               f"{spec.name} is {_describe(spec)}")  # fmt: skip
+        members = num_members(meta["config"])  # seeds, or a sweep's members
+        if source.seed_index >= members:
+            kind = "member" if meta["config"].get("sweep") else "seed"
+            raise ConfigError(
+                f"{owner}: {kind} {source.seed_index} of a run of {members} {kind}(s)"
+            )
         agent = _agent(meta, spec, source.seed_index)
         try:
             train, _ = ckpt.restore_as_saved(step)
         except CheckpointError as e:
             raise ConfigError(f"{owner}: {e}") from None
-    members = num_members(meta["config"])  # seeds, or a sweep's members
-    if source.seed_index >= members:
-        kind = "member" if meta["config"].get("sweep") else "seed"
-        raise ConfigError(f"{owner}: {kind} {source.seed_index} of a run of {members} {kind}(s)")
     if members > 1:  # every leaf has a leading member axis
         train = _index(train, source.seed_index)
     params = _fit(train["params"], _abstract_params(agent), loaded_config=meta, owner=owner)
