@@ -255,8 +255,15 @@ def test_a_field_the_agent_reads_in_python_is_refused_before_compiling(tmp_path)
         @dataclasses.dataclass(frozen=True)
         class BranchyConfig(QLambdaConfig):
             threshold: float = 0.5
+            strict: float = 1.0
+
+            def __post_init__(self):
+                super().__post_init__()
+                if not isinstance(self.strict, float):  # a check a traced value fails
+                    raise ValueError(f"BranchyConfig.strict must be a float, got {self.strict}")
 
         def make_branchy(spec, config, total_updates=None):
+            config = dataclasses.replace(config)  # its checks run again, on traced values
             if config.threshold > 0.7:  # Python reads the value: it cannot be swept
                 config = dataclasses.replace(config, learning_rate=1e-4)
             base = QLambdaConfig(**{f.name: getattr(config, f.name)
@@ -278,6 +285,11 @@ def test_a_field_the_agent_reads_in_python_is_refused_before_compiling(tmp_path)
         assert str(info.value).startswith(
             "AnakinConfig.sweep: agent 'branchy' reads branchy.threshold in Python"
         )
+        with pytest.raises(ConfigError) as info:
+            train(dataclasses.replace(config, sweep=("branchy.strict=1,2",), run_name="s"))
+        assert str(info.value).startswith(
+            "AnakinConfig.sweep: agent 'branchy' reads branchy.strict in Python"
+        ) and "BranchyConfig.strict must be a float" in str(info.value)
         # Sweeping only what it reads arithmetically runs.
         result = train(dataclasses.replace(config, sweep=("branchy.gamma=0.9,0.99",), run_name="c"))
         assert {r["member"] for r in result.history} == {0, 1}
@@ -290,6 +302,30 @@ def test_a_field_the_agent_reads_in_python_is_refused_before_compiling(tmp_path)
 # Builds a 3-seed PPO init (Flax's orthogonal initialisers are LAPACK QRs) and calls it
 # again and again, with XLA's default flags: vmapped over seeds it deadlocked XLA:CPU's
 # concurrency-optimized scheduler within a few calls (benchmarks/results/xla_cpu_deadlock.py).
+def test_muzero_sweeps_its_search_s_floats():
+    """MuZero rebuilds its search config (a greedy copy) from swept values: it traces."""
+    from podracer.agents import MuZeroConfig
+    from podracer.agents import ReplayConfig
+    from podracer.anakin.run import build
+    from podracer.anakin.run import make_env
+    from podracer.search import DiscreteSupport
+    from podracer.search import SearchConfig
+
+    muzero = MuZeroConfig(
+        num_unroll_steps=2, td_steps=2, search=SearchConfig(num_simulations=2),
+        value_support=DiscreteSupport(-2.0, 2.0, 5, scaled=True),
+        reward_support=DiscreteSupport(-1.0, 1.0, 3, scaled=True),
+        torso_hidden_sizes=(8,), latent_size=8, hidden_sizes=(8,),
+        replay=ReplayConfig(capacity=32, sequences_per_update=4),
+    )  # fmt: skip
+    config = AnakinConfig(agent="muzero", agent_config=muzero, num_envs=8, rollout_length=4,
+                          updates_per_chunk=2, eval_interval=64, eval_episodes=4,
+                          sweep=("muzero.search.value_scale=0.05,0.1",
+                                 "muzero.search.gumbel_scale=1,2"))  # fmt: skip
+    _, program = build(config, make_env(config))
+    assert program.abstract.train.update_step.shape == (4,)
+
+
 _REPEATED_INIT = """
 import jax
 from podracer.anakin import AnakinConfig

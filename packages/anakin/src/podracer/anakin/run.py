@@ -83,21 +83,27 @@ def build(config: AnakinConfig, env) -> tuple[Any, Program]:
         per_member = [p for p in grid.points for _ in range(config.num_seeds)]
         swept = Swept(agent_with, {f: np.array([p[f] for p in per_member]) for f in grid.fields})
     agent = agent_with(grid.points[0])
+    if swept is None:
+        return agent, _program(config, env, agent, mesh, swept)
     try:
         program = _program(config, env, agent, mesh, swept)
-    except _TRACED_VALUE_ERRORS:
-        if swept is None:
-            raise
+    except ConfigError:
+        raise
+    except _SWEEP_ERRORS:  # the agent cannot take a traced value of a swept field
         raise ConfigError(_unsweepable(config, env, agent, mesh, swept)) from None
     return agent, program
 
 
-# What JAX raises where Python reads a traced value (a branch, a shape, a loop count).
-_TRACED_VALUE_ERRORS = (
+# What JAX raises where Python reads a traced value (a branch, a shape, a loop count), and
+# what an agent's own checks raise on one (a value they cannot compare: ValueError,
+# TypeError). Seen only where a sweep traces values that a plain run passes as floats.
+_SWEEP_ERRORS = (
     jax.errors.ConcretizationTypeError,
     jax.errors.TracerBoolConversionError,
     jax.errors.TracerIntegerConversionError,
     jax.errors.TracerArrayConversionError,
+    ValueError,
+    TypeError,
 )
 
 
@@ -134,17 +140,20 @@ def _program(config: AnakinConfig, env, agent, mesh, swept) -> Program:
 def _unsweepable(config: AnakinConfig, env, agent, mesh, swept: Swept) -> str:
     """The one-line error for a sweep whose program cannot trace: the fields that fail
     when swept alone (the agent reads them in Python)."""
-    failing = []
+    failing, reason = [], ""
     for field, values in swept.values.items():
         try:
             _program(config, env, agent, mesh, swept._replace(values={field: values}))
-        except _TRACED_VALUE_ERRORS:
+        except ConfigError:
+            raise
+        except _SWEEP_ERRORS as e:
             failing.append(f"{config.grid.group}.{field}")
+            reason = reason or str(e).strip().splitlines()[0][:200]
     names = ", ".join(failing) or ", ".join(config.grid.names())
     return (
         f"AnakinConfig.sweep: agent {config.agent!r} reads {names} in Python (a branch, a "
-        "shape or a loop count), so the members of one program cannot differ in it: "
-        "sweep it in separate runs"
+        "check, a shape or a loop count), so the members of one program cannot differ in "
+        f"it: sweep it in separate runs ({reason})"
     )
 
 

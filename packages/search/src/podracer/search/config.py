@@ -58,31 +58,39 @@ class SearchConfig:
         def is_number(value: object) -> bool:
             return isinstance(value, int | float) and not isinstance(value, bool)
 
+        def traced(value: object) -> bool:
+            # A swept value inside a sweep's program (podracer.runs.sweep), checked before
+            # it was traced; Python cannot compare or convert it here.
+            return type(value).__module__.startswith("jax")
+
+        def number(value: object, holds) -> bool:
+            return traced(value) or (is_number(value) and holds(value))
+
         if self.policy not in _POLICIES:
             fail("policy", f"one of {_POLICIES}")
         if not is_int(self.num_simulations) or self.num_simulations < 1:
             fail("num_simulations", "an int >= 1")
         if self.max_depth is not None and (not is_int(self.max_depth) or self.max_depth < 1):
             fail("max_depth", "None or an int >= 1")
-        if not is_number(self.gumbel_scale) or self.gumbel_scale < 0:
+        if not number(self.gumbel_scale, lambda v: v >= 0):
             fail("gumbel_scale", "a number >= 0")
         if not is_int(self.max_num_considered_actions) or self.max_num_considered_actions < 1:
             fail("max_num_considered_actions", "an int >= 1")
-        if not is_number(self.dirichlet_alpha) or self.dirichlet_alpha <= 0:
+        if not number(self.dirichlet_alpha, lambda v: v > 0):
             fail("dirichlet_alpha", "a number > 0")
-        if not is_number(self.dirichlet_fraction) or not 0 <= self.dirichlet_fraction <= 1:
+        if not number(self.dirichlet_fraction, lambda v: 0 <= v <= 1):
             fail("dirichlet_fraction", "a number in [0, 1]")
-        if not is_number(self.temperature) or self.temperature < 0:
+        if not number(self.temperature, lambda v: v >= 0):
             fail("temperature", "a number >= 0")
-        if not is_number(self.pb_c_init) or self.pb_c_init < 0:
+        if not number(self.pb_c_init, lambda v: v >= 0):
             fail("pb_c_init", "a number >= 0")
-        if not is_number(self.pb_c_base) or self.pb_c_base <= 0:
+        if not number(self.pb_c_base, lambda v: v > 0):
             fail("pb_c_base", "a number > 0")
         if self.qtransform not in _QTRANSFORMS:
             fail("qtransform", f"one of {_QTRANSFORMS}")
-        if not is_number(self.value_scale) or self.value_scale <= 0:
+        if not number(self.value_scale, lambda v: v > 0):
             fail("value_scale", "a number > 0")
-        if not is_number(self.maxvisit_init) or self.maxvisit_init < 0:
+        if not number(self.maxvisit_init, lambda v: v >= 0):
             fail("maxvisit_init", "a number >= 0")
         bounds = self.value_bounds
         if bounds is not None and not (
@@ -99,7 +107,8 @@ class SearchConfig:
             "gumbel_scale", "dirichlet_alpha", "dirichlet_fraction", "temperature",
             "pb_c_init", "pb_c_base", "value_scale", "maxvisit_init",
         ):  # fmt: skip
-            object.__setattr__(self, name, float(getattr(self, name)))
+            if not traced(getattr(self, name)):
+                object.__setattr__(self, name, float(getattr(self, name)))
         if bounds is not None:
             object.__setattr__(self, "value_bounds", (float(bounds[0]), float(bounds[1])))
 
