@@ -278,18 +278,20 @@ class Lineage:
 
     FILE = "pbt.jsonl"
 
-    def __init__(self, run: Run, config: AnakinConfig) -> None:
+    def __init__(self, run: Run, config: AnakinConfig, state: RunnerState) -> None:
         self._run, self._config = run, config
         self._path = os.path.join(run.dir.path, self.FILE)
         self._names = {f: f"{PREFIX}{config.grid.group}.{f}" for f in config.grid.fields}
+        self.values = self._fetch(state)
         if run.is_writer and os.path.exists(self._path):
             kept = [r for r in read_jsonl(self._path) if r["env_steps"] <= run.env_steps]
             with open(self._path + ".tmp", "w") as f:
                 f.writelines(json.dumps(r) + "\n" for r in kept)
             os.replace(self._path + ".tmp", self._path)
 
-    def values(self, state: RunnerState) -> dict[str, np.ndarray]:
-        """The members' swept values in `state`, as rows name them."""
+    def _fetch(self, state: RunnerState) -> dict[str, np.ndarray]:
+        """The members' swept values in `state`, as rows name them. `values` holds them
+        between steps: only an exploit step changes them, so calls need no fetch."""
         values = jax.device_get(state.population.values)
         return {self._names[k]: np.asarray(v) for k, v in values.items()}
 
@@ -307,10 +309,11 @@ class Lineage:
         count = self._run.env_steps // self._config.pbt_interval
         key = jax.random.fold_in(jax.random.PRNGKey(self._config.seed), count)
         state, sources = exploit(state, key)
+        self.values = self._fetch(state)
         if self._run.is_writer:
             line = {"env_steps": self._run.env_steps,
                     "sources": np.asarray(jax.device_get(sources)).tolist(),
-                    "values": {k: v.tolist() for k, v in self.values(state).items()}}  # fmt: skip
+                    "values": {k: v.tolist() for k, v in self.values.items()}}  # fmt: skip
             with open(self._path, "a") as f:
                 f.write(json.dumps(line) + "\n")
         return state
@@ -340,13 +343,13 @@ def train(
         run.begin(env.spec, f"compiling a chunk of {config.updates_per_chunk} updates ...")
         rows, cap = _Rows(config.num_members), None
         per_update = config.steps_per_update
-        lineage = Lineage(run, config) if program.exploit is not None else None
+        lineage = Lineage(run, config, state) if program.exploit is not None else None
         while run.running():
             if cap is None:  # in the first loop step, which compiles
                 cap = call_cap(program, state, config, run.is_writer)
             done = run.env_steps // per_update
             updates, ends = plan(config, cap, done)
-            values = lineage.values(state) if lineage else {}  # in force during the call
+            values = lineage.values if lineage else {}  # in force during the call
             state, metrics = program.chunk(state, updates, ends)
             metrics = jax.device_get(block(metrics))
             seconds = run.step_seconds()
