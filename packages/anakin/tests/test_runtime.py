@@ -72,6 +72,20 @@ def test_chunk_compiles_once_and_counts_updates():
     assert not lengths[1:].any() and np.isfinite(float(metrics.losses["losses/value"][0]))
 
 
+def test_an_env_with_weak_typed_reset_state_compiles_once():
+    """gymnax Pendulum's reset leaves `last_u` weak-typed, its step strongly typed: the
+    initial state is made strongly typed, so the second chunk reuses the first's program."""
+    env = make("gymnax:Pendulum-v1")
+    agent = make_agent("ppo", env.spec)
+    mesh = make_mesh(1)
+    state = make_init(agent, env, 4, mesh)(jax.random.PRNGKey(0))
+    assert not any(x.weak_type for x in jax.tree.leaves(state))
+    chunk = make_chunk(agent, env, 4, 1, mesh)
+    for _ in range(2):
+        state, _ = chunk(state)
+    assert chunk.traces == 1
+
+
 def test_a_chunk_bins_its_metrics_by_the_rows_it_is_given():
     env = make("catch")
     agent = make_agent("qlambda", env.spec)

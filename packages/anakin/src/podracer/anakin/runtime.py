@@ -196,7 +196,12 @@ def make_init(
         if population:
             zero = jnp.float32(0.0)
             members = Population({k: jnp.float32(v) for k, v in hparams.items()}, zero, zero)
-        return RunnerState(train, env_state, timestep, env_keys, replay_state, core, members)
+        state = RunnerState(train, env_state, timestep, env_keys, replay_state, core, members)
+        # Strongly typed, as the chunk returns it: an env whose reset leaves a weak-typed
+        # leaf (gymnax Pendulum's `last_u`) would otherwise compile the chunk twice, once
+        # for the initial state and once for every later one.
+        strong = lambda x: jnp.asarray(x, x.dtype) if getattr(x, "weak_type", False) else x  # noqa: E731
+        return jax.tree.map(strong, state)
 
     # Seeds one after another (`lax.map`), not vmapped: vmapped, Flax's orthogonal
     # initialisers become batched LAPACK QRs, which XLA:CPU's default concurrency-
