@@ -261,12 +261,12 @@ def test_without_normalisation_params_keep_the_networks_layout():
     assert set(params) == {"params"} and params["params"]["log_std"].shape == (2,)
 
 
-@pytest.mark.parametrize("name", ["muzero", "qlambda", "pqn"])
+@pytest.mark.parametrize("name", ["qlambda", "pqn"])
 def test_discrete_only_agents_refuse_a_box(name):
     with pytest.raises(
         ConfigError,
         match=rf"agent '{name}' acts in discrete action spaces; "
-        r"box has continuous actions \(agents for them: \['impala', 'ppo'\]\)",
+        r"box has continuous actions \(agents for them: \['impala', 'muzero', 'ppo'\]\)",
     ):
         make_agent(name, BOX)  # fmt: skip
     assert make_agent("ppo", BOX).spec is BOX and make_agent("impala", BOX).spec is BOX

@@ -163,6 +163,7 @@ def test_invalid_actions_never_selected(jit_search, tabular, config):
         (dict(qtransform="minmax"), "qtransform"),
         (dict(value_scale=0.0), "value_scale"),
         (dict(maxvisit_init=-1.0), "maxvisit_init"),
+        (dict(rescale_floor=0.0), "rescale_floor"),
         (dict(value_bounds=(1.0, -1.0)), "value_bounds"),
         (dict(qtransform="min_max"), "value_bounds"),
     ],

@@ -321,10 +321,16 @@ class MuZeroConfig:
     value_cost: float = 0.5
     reward_cost: float = 1.0
     policy_cost: float = 1.0
+    # A bonus on the prior's entropy at observed states (Sampled MuZero's Gaussian prior
+    # otherwise narrows to the search's best samples round after round).
+    entropy_cost: float = 0.0
     max_grad_norm: float | None = 10.0
     # Acting: a uniformly random action with this probability (the policy target is still
     # the search's); keeps every action in the data where the search policy is sharp.
     exploration_epsilon: float = 0.1
+    # Continuous actions (Sampled MuZero, Hubert et al., 2021): actions sampled from the
+    # prior at every node of the search; acting explores with uniform box actions.
+    num_action_samples: int = 16
     # 2048 sequences (at 32 envs x 16 steps the last 64 rollouts): stored targets come
     # from the search that acted, so a bigger buffer teaches outgrown policies. Each
     # rollout is followed by 2 updates on 32 sequences (each replayed ~2 times),
@@ -340,10 +346,10 @@ class MuZeroConfig:
     def __post_init__(self):
         check_finite(self)
         check_positive(self, "learning_rate")
-        check_int(self, "num_unroll_steps", "td_steps", "latent_size")
+        check_int(self, "num_unroll_steps", "td_steps", "latent_size", "num_action_samples")
         check_range(self, "gamma", 0.0, 1.0)
         check_range(self, "exploration_epsilon", 0.0, 1.0)
-        for name in ("value_cost", "reward_cost", "policy_cost"):
+        for name in ("value_cost", "reward_cost", "policy_cost", "entropy_cost"):
             check_range(self, name, 0.0, float("inf"))
         check_choice(self, "torso", TORSOS)
         check_choice(self, "value_bootstrap", ("network", "search"))

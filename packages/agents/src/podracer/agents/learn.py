@@ -196,7 +196,7 @@ def make_learn(agent, num_devices: int, axis_name: str, reduce_grads: Callable[[
             sample_key, update_key = jax.random.split(step_key)
             sample = replay.sample(local, sample_key)
             batch = batch_major(sample.items)  # back to time-major [T+1, S]
-            weights = jnp.broadcast_to(sample.weights, batch.action.shape)
+            weights = jnp.broadcast_to(sample.weights, batch.action.shape[:2])  # [T+1, S]
             batch = batch._replace(extras={**batch.extras, "replay_weight": weights})
             params, opt_state, losses = agent.update(
                 params, opt_state, batch, update_key, reduce_grads=reduce_grads

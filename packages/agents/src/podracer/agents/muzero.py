@@ -22,6 +22,13 @@ Losses are cross-entropies: to two-hot encodings of the (h-scaled) value and rew
 targets on their `DiscreteSupport`s, and to the search policy. Unrolled steps are
 weighted 1/K and the gradient through each dynamics step is halved (MuZero, appendix G).
 
+In an action box the agent is Sampled MuZero (Hubert et al., 2021): the prior is a
+diagonal Gaussian over pre-squash actions u, the search (`podracer.search.sampled_search`)
+considers `num_action_samples` draws of it at every node, and the env receives the box's
+affine image of tanh(u); dynamics takes actions as tanh(u) in [-1, 1], so a replayed
+env action maps back exactly. The policy target weighs the root's samples
+(`extras["sampled_actions"]` `[B, N, D]`); the policy loss is `-sum_n w_n log pi(u_n)`.
+
 A replayed sequence may carry importance weights (`extras["replay_weight"]`, prioritised
 replay); `priority` gives each sequence's mean |value - n-step target| for its priority.
 
@@ -33,6 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from typing import NamedTuple
 
 import chex
@@ -44,15 +52,22 @@ from podracer.agents.configs import MuZeroConfig
 from podracer.agents.learn import make_optimizer
 from podracer.agents.learn import sgd_update
 from podracer.agents.muzero_networks import MuZeroNetwork
+from podracer.agents.muzero_networks import gaussian_prior
 from podracer.agents.muzero_networks import make_model
+from podracer.agents.muzero_networks import make_sampled_model
 from podracer.agents.muzero_networks import scale_gradient
 from podracer.agents.networks import resolve_torso
+from podracer.agents.policy import Gaussian
 from podracer.agents.policy import categorical_entropy
+from podracer.agents.policy import gaussian_entropy
+from podracer.agents.policy import gaussian_log_prob
+from podracer.agents.policy import tanh_squash
 from podracer.agents.types import Agent
 from podracer.agents.types import Trajectory
 from podracer.agents.types import masked_mean
 from podracer.envs import EnvSpec
 from podracer.search import MuZeroModel
+from podracer.search import sampled_search
 from podracer.search import search
 
 
@@ -92,6 +107,8 @@ class UnrollTargets(NamedTuple):
     value_mask: chex.Array  # [K+1, T, B] bool
     reward: chex.Array  # [K, T, B] reward of transition t+k (0 past a termination)
     reward_mask: chex.Array  # [K, T, B] bool
+    # Sampled MuZero: the search's samples at t+k, [K+1, T, B, N, D] (`policy` weighs them)
+    samples: chex.Array | None = None
 
 
 def _window(x: chex.Array, start: int, length: int, fill) -> chex.Array:
@@ -116,15 +133,18 @@ def unroll_targets(
     """
     num_steps = bounds.reward.shape[0]
     chex.assert_shape(value_target, (num_steps + 1, *bounds.reward.shape[1:]))
-    policy = trajectory.extras["policy"]  # [T+1, B, A]
+    policy = trajectory.extras["policy"]  # [T+1, B, A] (Sampled MuZero: over N samples)
+    samples = trajectory.extras.get("sampled_actions")  # [T+1, B, N, D] or None
     terminated = trajectory.timestep.terminated[1:]  # [T, B] transition t terminates
     in_episode = jnp.ones_like(bounds.cut)  # no episode end in transitions t..t+k-1
     after_termination = jnp.zeros_like(bounds.cut)  # the episode of t terminated before t+k
     uniform = 1.0 / policy.shape[-1]
-    out = {k: [] for k in UnrollTargets._fields}
+    out = {k: [] for k in UnrollTargets._fields if k != "samples" or samples is not None}
     for k in range(num_unroll_steps + 1):  # K is small and static
         absorbing = after_termination  # implies ~in_episode
         out["policy"].append(_window(policy, k, num_steps, uniform))
+        if samples is not None:
+            out["samples"].append(_window(samples, k, num_steps, 0.0))
         out["policy_mask"].append(bounds.mask & in_episode)
         out["value"].append(jnp.where(in_episode, _window(value_target, k, num_steps, 0.0), 0.0))
         out["value_mask"].append(bounds.mask & (in_episode | absorbing))
@@ -144,10 +164,32 @@ def _cross_entropy(target_probs: chex.Array, logits: chex.Array) -> chex.Array:
     return -jnp.sum(target_probs * jax.nn.log_softmax(logits, axis=-1), axis=-1)
 
 
+def sampled_policy_cross_entropy(
+    policy: chex.Array, samples: chex.Array, weights: chex.Array
+) -> chex.Array:
+    """Sampled MuZero's policy loss `[...]`: -sum_n w_n log pi(u_n), the prior `policy`
+    `[..., 2, D]` (`gaussian_prior`) at the search's samples `[..., N, D]` weighted by its
+    policy target `[..., N]` (pre-squash log-densities: the squash's Jacobian does not
+    depend on the parameters)."""
+    prior = gaussian_prior(policy)
+    mean = jnp.broadcast_to(prior.mean[..., None, :], samples.shape)
+    log_std = jnp.broadcast_to(prior.log_std[..., None, :], samples.shape)
+    return -jnp.sum(weights * gaussian_log_prob(Gaussian(mean, log_std), samples), axis=-1)
+
+
+def scaled_actions(spec: EnvSpec, action: chex.Array) -> chex.Array:
+    """Env actions `[..., *action_shape]` in the box -> `[..., D]` in [-1, 1] (what the
+    continuous dynamics takes: tanh of the pre-squash sample)."""
+    flat = action.reshape(*action.shape[: action.ndim - len(spec.action_shape)], -1)
+    low, high = (b.reshape((1,) * (flat.ndim - 1) + (-1,)) for b in spec.action_bounds())
+    return jnp.clip(2.0 * (flat - low) / (high - low) - 1.0, -1.0, 1.0)
+
+
 def muzero_network(spec: EnvSpec, config: MuZeroConfig) -> MuZeroNetwork:
     """The representation, dynamics and prediction networks `config` asks for on `spec`."""
     return MuZeroNetwork(
         num_actions=spec.num_actions,
+        action_size=0 if spec.is_discrete else math.prod(spec.action_shape),
         torso=resolve_muzero_torso(config.torso, spec),
         observation_ndim=len(spec.observation_shape),
         latent_size=config.latent_size,
@@ -186,17 +228,33 @@ def value_targets(
 
 
 def unroll_cross_entropies(
-    net: MuZeroNetwork, config: MuZeroConfig, params, latent: chex.Array, targets: UnrollTargets
-) -> tuple[chex.Array, chex.Array, chex.Array]:
+    net: MuZeroNetwork,
+    config: MuZeroConfig,
+    params,
+    latent: chex.Array,
+    targets: UnrollTargets,
+) -> tuple[chex.Array, ...]:
     """Value and policy `[K+1, T, B]` and reward `[K, T, B]` cross-entropies of the model
     unrolled K steps from the latents `[T, B, L]` with the actions taken, the gradient
-    through each dynamics step halved (MuZero, appendix G)."""
+    through each dynamics step halved (MuZero, appendix G); and the prior's entropy
+    `[T, B]` at the observed states."""
     value_ce, policy_ce, reward_ce = [], [], []
     for k in range(config.num_unroll_steps + 1):  # K is small and static
         policy_logits, value_logits = net.apply(params, latent, method=MuZeroNetwork.predict)
+        if k == 0:
+            entropy = (
+                categorical_entropy(policy_logits)
+                if targets.samples is None
+                else gaussian_entropy(gaussian_prior(policy_logits))
+            )
         value_probs = config.value_support.scalar_to_probs(targets.value[k])
         value_ce.append(_cross_entropy(value_probs, value_logits))
-        policy_ce.append(_cross_entropy(targets.policy[k], policy_logits))
+        if targets.samples is None:
+            policy_ce.append(_cross_entropy(targets.policy[k], policy_logits))
+        else:
+            policy_ce.append(
+                sampled_policy_cross_entropy(policy_logits, targets.samples[k], targets.policy[k])
+            )
         if k == config.num_unroll_steps:
             break
         reward_logits, latent = net.apply(
@@ -205,14 +263,19 @@ def unroll_cross_entropies(
         reward_probs = config.reward_support.scalar_to_probs(targets.reward[k])
         reward_ce.append(_cross_entropy(reward_probs, reward_logits))
         latent = scale_gradient(latent, 0.5)
-    return jnp.stack(value_ce), jnp.stack(policy_ce), jnp.stack(reward_ce)
+    return jnp.stack(value_ce), jnp.stack(policy_ce), jnp.stack(reward_ce), entropy
+
+
+def _is_zero(value) -> bool:
+    """Whether a config value is the constant 0 (not a sweep's traced value)."""
+    return isinstance(value, int | float) and value == 0
 
 
 def muzero_loss(
     net: MuZeroNetwork,
     model: MuZeroModel,
     config: MuZeroConfig,
-    can_truncate: bool,
+    spec: EnvSpec,
     params,
     trajectory: Trajectory,
 ) -> tuple[chex.Array, dict[str, chex.Array]]:
@@ -221,9 +284,13 @@ def muzero_loss(
     learnable positions, each sequence weighted by its importance weight when replayed
     with priorities (`extras["replay_weight"]`)."""
     num_unroll = config.num_unroll_steps
-    latents, _, g, bounds = value_targets(net, model, config, can_truncate, params, trajectory)
+    if net.num_actions is None:  # dynamics takes actions scaled to [-1, 1]
+        trajectory = trajectory._replace(action=scaled_actions(spec, trajectory.action))
+    latents, _, g, bounds = value_targets(
+        net, model, config, spec.can_truncate, params, trajectory
+    )
     targets = jax.lax.stop_gradient(unroll_targets(trajectory, g, bounds, num_unroll))
-    value_ce, policy_ce, reward_ce = unroll_cross_entropies(
+    value_ce, policy_ce, reward_ce, entropy = unroll_cross_entropies(
         net, config, params, latents[:-1], targets
     )
     count = jnp.maximum(jnp.sum(bounds.mask.astype(jnp.float32)), 1.0)
@@ -238,16 +305,20 @@ def muzero_loss(
     value_loss = weighted(value_ce, targets.value_mask, step_weight)
     policy_loss = weighted(policy_ce, targets.policy_mask, step_weight)
     reward_loss = weighted(reward_ce, targets.reward_mask, 1.0 / num_unroll)
+    prior_entropy = weighted(entropy[None], targets.policy_mask[:1], 1.0)
     total = (
         config.value_cost * value_loss
         + config.policy_cost * policy_loss
         + config.reward_cost * reward_loss
     )
+    if not _is_zero(config.entropy_cost):  # a constant 0 leaves the program as it was
+        total = total - config.entropy_cost * prior_entropy
     search_policy = trajectory.extras["policy"][:-1]
     metrics = {
         "losses/value": value_loss,
         "losses/policy": policy_loss,
         "losses/reward": reward_loss,
+        "losses/entropy": prior_entropy,
         "agent/root_value_mean": masked_mean(trajectory.extras["root_value"][:-1], bounds.mask),
         "agent/value_target_mean": masked_mean(g[:-1], bounds.mask),
         "agent/search_policy_entropy": masked_mean(
@@ -271,24 +342,79 @@ def make_muzero(
 
     def init(key):
         obs = jnp.zeros((1, *spec.observation_shape), spec.observation_dtype)
-        return net.init(key, obs, jnp.zeros((1,), jnp.int32))
+        return net.init(key, obs, jnp.zeros((1, *net_action_shape), jnp.dtype(action_dtype)))
 
-    def act(params, key, observation, step=0, core=None, first=None):
-        del step, core, first  # no schedule in acting; feed-forward
-        search_key, explore_key, action_key = jax.random.split(key, 3)
-        out = search(params, search_key, model, observation, config.search)
-        action = out.action
-        if config.exploration_epsilon > 0:
-            explore = jax.random.uniform(explore_key, action.shape) < config.exploration_epsilon
-            uniform = jax.random.randint(action_key, action.shape, 0, spec.num_actions, jnp.int32)
-            action = jnp.where(explore, uniform, action)
-        return action, {"policy": out.action_weights, "root_value": out.root_value}, ()
+    if spec.is_discrete:
+        net_action_shape, action_dtype = (), "int32"
 
-    def greedy_act(params, observation, core=None, first=None):
-        del core, first  # feed-forward
-        # Deterministic search (no Gumbel noise / root noise): the key is unused.
-        key = jax.random.PRNGKey(0)
-        return search(params, key, model, observation, greedy_search).action, ()
+        def act(params, key, observation, step=0, core=None, first=None):
+            del step, core, first  # no schedule in acting; feed-forward
+            search_key, explore_key, action_key = jax.random.split(key, 3)
+            out = search(params, search_key, model, observation, config.search)
+            action = out.action
+            if config.exploration_epsilon > 0:
+                explore = jax.random.uniform(explore_key, action.shape)
+                uniform = jax.random.randint(
+                    action_key, action.shape, 0, spec.num_actions, jnp.int32
+                )
+                action = jnp.where(explore < config.exploration_epsilon, uniform, action)
+            return action, {"policy": out.action_weights, "root_value": out.root_value}, ()
+
+        def greedy_act(params, observation, core=None, first=None):
+            del core, first  # feed-forward
+            # Deterministic search (no Gumbel noise / root noise): the key is unused.
+            key = jax.random.PRNGKey(0)
+            return search(params, key, model, observation, greedy_search).action, ()
+
+    else:  # Sampled MuZero over pre-squash Gaussian draws u; the env gets the box's tanh(u)
+        net_action_shape, action_dtype = (net.action_size,), "float32"
+        low, high = spec.action_bounds()  # finite (EnvSpec checks)
+        sampled_model = make_sampled_model(
+            net, config.value_support, config.reward_support, config.gamma
+        )
+        num_samples = config.num_action_samples
+
+        def to_env(u):  # [B, D] -> [B, *action_shape] in the box
+            return tanh_squash(u, low.reshape(-1), high.reshape(-1)).reshape(
+                u.shape[0], *spec.action_shape
+            )
+
+        def act(params, key, observation, step=0, core=None, first=None):
+            del step, core, first  # no schedule in acting; feed-forward
+            search_key, explore_key, action_key = jax.random.split(key, 3)
+            out = sampled_search(
+                params, search_key, sampled_model, observation, config.search, num_samples
+            )
+            action = to_env(out.action)
+            if config.exploration_epsilon > 0:
+                explore = jax.random.uniform(explore_key, action.shape[:1])
+                explore = explore.reshape(-1, *[1] * len(spec.action_shape))
+                uniform = jax.random.uniform(
+                    action_key, action.shape, minval=low[None], maxval=high[None]
+                )
+                action = jnp.where(explore < config.exploration_epsilon, uniform, action)
+            extras = {
+                "policy": out.search.action_weights,
+                "root_value": out.search.root_value,
+                "sampled_actions": out.samples,
+            }
+            return action, extras, ()
+
+        def greedy_act(params, observation, core=None, first=None):
+            del core, first  # feed-forward
+            # Deterministic search from a fixed key; the root's first sample is the
+            # prior's mean (its mode), so the search can always settle on it.
+            key = jax.random.PRNGKey(0)
+            root_key, search_key = jax.random.split(key)
+            latent = sampled_model.representation(params, observation)
+            prior, _ = sampled_model.prediction(params, latent)
+            samples = sampled_model.sample(root_key, prior, num_samples)
+            samples = samples.at[:, 0].set(prior.mean)
+            out = sampled_search(
+                params, search_key, sampled_model, observation, greedy_search, num_samples,
+                root_samples=samples,
+            )  # fmt: skip
+            return to_env(out.action), ()
 
     targets = functools.partial(value_targets, net, model, config, spec.can_truncate)
 
@@ -301,7 +427,7 @@ def make_muzero(
 
     def loss(params, trajectory: Trajectory, key: chex.PRNGKey):
         del key
-        return muzero_loss(net, model, config, spec.can_truncate, params, trajectory)
+        return muzero_loss(net, model, config, spec, params, trajectory)
 
     return Agent(
         name="muzero",

@@ -5,6 +5,10 @@
 * dynamics: (latent, one-hot action) -> (reward logits `[..., R]`, next latent `[..., L]`);
 * prediction: latent -> (policy logits `[..., A]`, value logits `[..., V]`).
 
+For continuous actions (`num_actions=None`, Sampled MuZero) dynamics takes the action as
+a vector `[..., D]` scaled to [-1, 1], and the policy is a diagonal Gaussian over
+pre-squash actions: prediction returns its mean and log-std `[..., 2, D]`.
+
 Values and rewards are categorical over a `DiscreteSupport`; `make_model` decodes them to
 scalars for search. Latents are flat vectors even for frames: the ResNet torso ends in a
 dense layer, which keeps dynamics an MLP (simpler than MuZero's spatial latents, and
@@ -21,10 +25,12 @@ import jax.numpy as jnp
 
 from podracer.agents.networks import MLP
 from podracer.agents.networks import Torso
+from podracer.agents.policy import Gaussian
 from podracer.search import DiscreteSupport
 from podracer.search import DynamicsOutput
 from podracer.search import MuZeroModel
 from podracer.search import PredictionOutput
+from podracer.search import SampledMuZeroModel
 
 
 def normalize_latent(x: jax.Array) -> jax.Array:
@@ -42,7 +48,7 @@ def scale_gradient(x: jax.Array, scale: float) -> jax.Array:
 class MuZeroNetwork(nn.Module):
     """Representation, dynamics and prediction; call a method with `apply(..., method=)`."""
 
-    num_actions: int
+    num_actions: int | None  # None: continuous actions, a vector of `action_size`
     torso: str  # "mlp", "nature_cnn" or "impala_resnet" (resolved, not "auto")
     observation_ndim: int
     latent_size: int = 64
@@ -50,6 +56,7 @@ class MuZeroNetwork(nn.Module):
     hidden_sizes: Sequence[int] = (64,)  # dynamics and prediction MLPs
     value_bins: int = 51
     reward_bins: int = 21
+    action_size: int = 0  # continuous only: D, the flattened action's size
 
     def setup(self):
         self.encoder = Torso(self.torso, self.observation_ndim, self.torso_hidden_sizes, "relu")
@@ -60,7 +67,9 @@ class MuZeroNetwork(nn.Module):
         zeros = nn.initializers.zeros_init()
         self.reward_head = nn.Dense(self.reward_bins, kernel_init=zeros)
         self.prediction_mlp = MLP(self.hidden_sizes, "relu")
-        self.policy_head = nn.Dense(self.num_actions, kernel_init=zeros)
+        # Continuous: mean and log-std per action dim (zeros: N(0, 1) before the squash).
+        policy_size = self.num_actions or 2 * self.action_size
+        self.policy_head = nn.Dense(policy_size, kernel_init=zeros)
         self.value_head = nn.Dense(self.value_bins, kernel_init=zeros)
 
     def __call__(self, observation: jax.Array, action: jax.Array):
@@ -73,15 +82,23 @@ class MuZeroNetwork(nn.Module):
         return normalize_latent(self.encoder_out(self.encoder(observation)))
 
     def dynamics(self, latent: jax.Array, action: jax.Array) -> tuple[jax.Array, jax.Array]:
-        """(latent `[..., L]`, action `[...]`) -> (reward logits `[..., R]`, next latent)."""
-        one_hot = jax.nn.one_hot(action, self.num_actions, dtype=latent.dtype)
-        h = self.dynamics_mlp(jnp.concatenate([latent, one_hot], axis=-1))
+        """(latent `[..., L]`, action `[...]` int or `[..., D]` in [-1, 1]) -> (reward logits
+        `[..., R]`, next latent)."""
+        if self.num_actions is None:
+            encoded = action.astype(latent.dtype)
+        else:
+            encoded = jax.nn.one_hot(action, self.num_actions, dtype=latent.dtype)
+        h = self.dynamics_mlp(jnp.concatenate([latent, encoded], axis=-1))
         return self.reward_head(h), normalize_latent(self.dynamics_out(h))
 
     def predict(self, latent: jax.Array) -> tuple[jax.Array, jax.Array]:
-        """latent `[..., L]` -> (policy logits `[..., A]`, value logits `[..., V]`)."""
+        """latent `[..., L]` -> (policy logits `[..., A]` or Gaussian `[..., 2, D]`, value
+        logits `[..., V]`)."""
         h = self.prediction_mlp(latent)
-        return self.policy_head(h), self.value_head(h)
+        policy = self.policy_head(h)
+        if self.num_actions is None:
+            policy = policy.reshape(*policy.shape[:-1], 2, self.action_size)
+        return policy, self.value_head(h)
 
 
 def make_model(
@@ -111,3 +128,37 @@ def make_model(
         return PredictionOutput(logits, value_support.logits_to_scalar(value_logits))
 
     return MuZeroModel(representation, dynamics, prediction)
+
+
+LOG_STD_RANGE = (-5.0, 2.0)  # the prior's log-std, clipped: no collapse to a point, no blow-up
+
+
+def gaussian_prior(policy: jax.Array) -> Gaussian:
+    """The continuous policy head's output `[..., 2, D]` as a Gaussian over pre-squash
+    actions, its log-std clipped to `LOG_STD_RANGE`."""
+    return Gaussian(policy[..., 0, :], jnp.clip(policy[..., 1, :], *LOG_STD_RANGE))
+
+
+def make_sampled_model(
+    net: MuZeroNetwork,
+    value_support: DiscreteSupport,
+    reward_support: DiscreteSupport,
+    gamma: float,
+) -> SampledMuZeroModel:
+    """The `podracer.search.SampledMuZeroModel` of a continuous-action `net`: actions are
+    pre-squash Gaussian draws u `[B, D]`; dynamics sees tanh(u), the action scaled to the
+    box as [-1, 1] (the env receives the box's affine image of it)."""
+    model = make_model(net, value_support, reward_support, gamma)
+
+    def dynamics(params, latent, u):
+        return model.dynamics(params, latent, jnp.tanh(u))
+
+    def prediction(params, latent):
+        policy, value = model.prediction(params, latent)
+        return gaussian_prior(policy), value
+
+    def sample(key, prior: Gaussian, num_samples: int):
+        noise = jax.random.normal(key, (prior.mean.shape[0], num_samples, prior.mean.shape[-1]))
+        return prior.mean[:, None] + jnp.exp(prior.log_std)[:, None] * noise
+
+    return SampledMuZeroModel(model.representation, dynamics, prediction, sample)

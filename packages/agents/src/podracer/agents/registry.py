@@ -69,7 +69,9 @@ AGENTS: dict[str, AgentEntry] = {
     ),
     "muzero": AgentEntry(
         MuZeroConfig, "podracer.agents.muzero:make_muzero",
-        "MuZero: Gumbel search on a learned model, prioritised sequence replay",
+        "MuZero: Gumbel search on a learned model, prioritised sequence replay (Sampled "
+        "MuZero in action boxes)",
+        ("discrete", "continuous"),
     ),
 }  # fmt: skip
 

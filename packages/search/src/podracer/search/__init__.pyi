@@ -17,6 +17,9 @@ from .policies import SearchOutput as SearchOutput
 from .policies import qtransform_fn as qtransform_fn
 from .policies import run_policy as run_policy
 from .policies import search as search
+from .sampled import SampledMuZeroModel as SampledMuZeroModel
+from .sampled import SampledSearchOutput as SampledSearchOutput
+from .sampled import sampled_search as sampled_search
 from .transforms import signed_hyperbolic as signed_hyperbolic
 from .transforms import signed_parabolic as signed_parabolic
 

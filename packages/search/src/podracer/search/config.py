@@ -44,6 +44,10 @@ class SearchConfig:
     qtransform: QTransformName = "default"
     value_scale: float = 0.1  # mix_value only: scale of the completed Q-values
     maxvisit_init: float = 50.0  # mix_value only: offset added to the max visit count
+    # mix_value only: the smallest spread (max - min of the completed Q-values) that the
+    # min-max rescaling divides by; smaller spreads, in the value's own units, stay small
+    # instead of becoming a full-strength policy target. mctx's default: 1e-8.
+    rescale_floor: float = 1e-8
     value_bounds: tuple[float, float] | None = None  # min_max only: (min_value, max_value)
 
     def __post_init__(self) -> None:
@@ -92,6 +96,8 @@ class SearchConfig:
             fail("value_scale", "a number > 0")
         if not number(self.maxvisit_init, lambda v: v >= 0):
             fail("maxvisit_init", "a number >= 0")
+        if not number(self.rescale_floor, lambda v: v > 0):
+            fail("rescale_floor", "a number > 0")
         bounds = self.value_bounds
         if bounds is not None and not (
             isinstance(bounds, tuple | list)
@@ -105,7 +111,7 @@ class SearchConfig:
         # mctx asserts float types for these (chex.assert_type); ints are accepted here.
         for name in (
             "gumbel_scale", "dirichlet_alpha", "dirichlet_fraction", "temperature",
-            "pb_c_init", "pb_c_base", "value_scale", "maxvisit_init",
+            "pb_c_init", "pb_c_base", "value_scale", "maxvisit_init", "rescale_floor",
         ):  # fmt: skip
             if not traced(getattr(self, name)):
                 object.__setattr__(self, name, float(getattr(self, name)))

@@ -43,6 +43,7 @@ def qtransform_fn(config: SearchConfig) -> QTransform:
             mctx.qtransform_completed_by_mix_value,
             value_scale=config.value_scale,
             maxvisit_init=config.maxvisit_init,
+            epsilon=config.rescale_floor,
         )
     if name == "parent_and_siblings":
         return mctx.qtransform_by_parent_and_siblings
