@@ -11,9 +11,12 @@ import jax
 import numpy as np
 import pytest
 
+from podracer.agents import MuZeroConfig
 from podracer.agents import PPOConfig
+from podracer.agents import ReplayConfig
 from podracer.envs import make_host
 from podracer.runs import Checkpointer
+from podracer.search import SearchConfig
 from podracer.sebulba import StageTimeout
 from podracer.sebulba import train
 
@@ -110,6 +113,20 @@ def test_deterministic_mode_repeats_exactly(tiny, actor_loop):
         jax.tree.leaves(first.state.params), jax.tree.leaves(second.state.params), strict=True
     ):
         np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("actor_loop", ["xla", "python"])
+def test_sampled_muzero_acts_in_a_box_and_repeats_exactly(tiny, actor_loop):
+    """Sampled MuZero on envpool Pendulum: box actions through both actor loops, its
+    sampled actions carried to the learner's replay, the same run twice."""
+    small = MuZeroConfig(num_action_samples=4, search=SearchConfig(num_simulations=4),
+                         latent_size=8, hidden_sizes=(8,), torso_hidden_sizes=(8,),
+                         replay=ReplayConfig(capacity=16, sequences_per_update=4))  # fmt: skip
+    config = tiny(env="envpool:Pendulum-v1", agent="muzero", agent_config=small,
+                  deterministic=True, actor_loop=actor_loop)  # fmt: skip
+    first, second = train(config), train(config)
+    assert first.steps == 6 and np.isfinite(first.history[-1]["losses/total"])
+    assert _learning_metrics(first.history) == _learning_metrics(second.history)
 
 
 @pytest.mark.parametrize("actor_loop, async_envs", [("xla", True), ("python", False)])
