@@ -266,11 +266,6 @@ def unroll_cross_entropies(
     return jnp.stack(value_ce), jnp.stack(policy_ce), jnp.stack(reward_ce), entropy
 
 
-def _is_zero(value) -> bool:
-    """Whether a config value is the constant 0 (not a sweep's traced value)."""
-    return isinstance(value, int | float) and value == 0
-
-
 def muzero_loss(
     net: MuZeroNetwork,
     model: MuZeroModel,
@@ -311,14 +306,12 @@ def muzero_loss(
         + config.policy_cost * policy_loss
         + config.reward_cost * reward_loss
     )
-    if not _is_zero(config.entropy_cost):  # a constant 0 leaves the program as it was
-        total = total - config.entropy_cost * prior_entropy
     search_policy = trajectory.extras["policy"][:-1]
     metrics = {
         "losses/value": value_loss,
         "losses/policy": policy_loss,
         "losses/reward": reward_loss,
-        "losses/entropy": prior_entropy,
+        "agent/prior_entropy": prior_entropy,
         "agent/root_value_mean": masked_mean(trajectory.extras["root_value"][:-1], bounds.mask),
         "agent/value_target_mean": masked_mean(g[:-1], bounds.mask),
         "agent/search_policy_entropy": masked_mean(
