@@ -152,6 +152,10 @@ def main() -> None:
         "--catch-envs", type=int, nargs="+", default=[128, 1024],
         help="envs per device for the Catch rows (an accelerator wants 8192 and more)",
     )  # fmt: skip
+    parser.add_argument(
+        "--ppo-envs", type=int, nargs="+", default=[4, 64],
+        help="envs for the CartPole PPO rows (an accelerator wants 1024 and more)",
+    )  # fmt: skip
     args = parser.parse_args()
     updates, repeats = (20, 2) if args.quick else (100, 3)
 
@@ -165,11 +169,10 @@ def main() -> None:
 
     print("\n## CartPole-v1 PPO (PureJaxRL settings: 128 steps, 4 epochs x 4 minibatches)")
     print(f"{'envs':>6} {'SPS':>10} {'compile s':>10} {'wall s':>8} {'final return':>13}")
-    for n, total in (
-        (4, 100_000 if args.quick else 500_000),
-        (64, 500_000 if args.quick else 2_000_000),
-    ):
-        r = cartpole_ppo(n, total)
+    for n in args.ppo_envs:
+        # PureJaxRL's budgets at 4 and 64 envs; bigger batches get ten updates of 128 steps.
+        total = {4: 500_000, 64: 2_000_000}.get(n, n * 128 * 10)
+        r = cartpole_ppo(n, total // 5 if args.quick else total)
         print(
             f"{r['envs']:>6} {r['sps']:>10,.0f} {r['compile_s']:>10.1f} {r['wall_s']:>8.1f} "
             f"{r['final_return']:>13.1f}"

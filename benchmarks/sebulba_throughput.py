@@ -200,7 +200,7 @@ def learner_sps(config, agent, seconds: float = SECONDS) -> float:
     spec = agent.spec
     mesh = learner_mesh(jax.devices()[:1])
     params = agent.init(jax.random.PRNGKey(0))
-    _, extras = jax.eval_shape(
+    _, extras, _ = jax.eval_shape(
         agent.act,
         params,
         jax.random.PRNGKey(0),
