@@ -5,6 +5,7 @@ import json
 import math
 import os
 import shutil
+import time
 
 import jax
 import numpy as np
@@ -138,6 +139,20 @@ def test_run_writes_config_metrics_and_evaluates(tmp_path):
     assert all(-1.0 <= m["eval/episodic_return"] <= 1.0 for m in lines)
     assert any(f.startswith("events") for f in os.listdir(run / "tensorboard"))
     assert result.env_steps == 480 and not math.isnan(result.sps)
+
+
+def test_a_run_of_one_chunk_reports_its_compile_and_leaves_it_out_of_sps(tmp_path):
+    # The whole run is one loop step: without a measured compile, SPS would count the
+    # compile and the summary would say "after 0.0s compile" (seen on an H200).
+    config = dataclasses.replace(TINY, runs_root=str(tmp_path), updates_per_chunk=4,
+                                 total_env_steps=TINY.steps_per_update * 4)  # fmt: skip
+    start = time.perf_counter()
+    result = train(config)
+    wall = time.perf_counter() - start
+    assert result.steps == 1 and result.env_steps == config.steps_per_update * 4
+    assert 0.1 < result.compile_seconds < wall, result.compile_seconds
+    # The chunk runs in a fraction of the compile: SPS well above the wall-clock rate.
+    assert result.sps > 3 * result.env_steps / wall, (result.sps, result.env_steps / wall)
 
 
 @pytest.mark.slow

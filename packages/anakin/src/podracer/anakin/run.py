@@ -160,20 +160,25 @@ def _unsweepable(config: AnakinConfig, env, agent, mesh, swept: Swept) -> str:
 MAX_CALL_SECONDS = 30.0  # a stop request (signal, wall-clock budget) waits about this long
 
 
-def call_cap(program: Program, state: Any, config: AnakinConfig, report: bool) -> int:
+def call_cap(program: Program, state: Any, config: AnakinConfig, run: Run) -> int:
     """The most updates one compiled call may make: the whole chunk, unless the chunk
     would take longer than `MAX_CALL_SECONDS` (a quarter of `max_wall_seconds` if that is
     less); then chunks run as several calls, each a loop step (stop votes, logging and
     checkpoints between them), and one line says so. Measured on a copy of the state
     (compiling the chunk, then timing one update), so the run itself is untouched;
-    processes agree on the slowest one's figure, as every call is collective."""
+    processes agree on the slowest one's figure, as every call is collective. The same
+    probe tells `run` the compile time (the first call's time beyond the second's), so
+    SPS leaves it out even when the whole run is one chunk."""
     if config.updates_per_chunk == 1:
         return 1
+    start = time.perf_counter()
     probe, _ = program.chunk(jax.tree.map(jnp.copy, state), 1)  # compiles
     block(probe)
-    start = time.perf_counter()
+    middle = time.perf_counter()
     block(program.chunk(probe, 1))
-    seconds = time.perf_counter() - start
+    end = time.perf_counter()
+    seconds = end - middle
+    run.compiled(max(0.0, middle - start - seconds), end - start)
     if jax.process_count() > 1:
         from jax.experimental import multihost_utils
 
@@ -183,7 +188,7 @@ def call_cap(program: Program, state: Any, config: AnakinConfig, report: bool) -
     cap = max(1, int(limit / max(seconds, 1e-9)))
     if cap >= config.updates_per_chunk:
         return config.updates_per_chunk
-    if report:
+    if run.is_writer:
         print(
             f"anakin: a chunk of {config.updates_per_chunk:,} updates would take about "
             f"{config.updates_per_chunk * seconds:,.0f} s ({seconds * 1e3:,.1f} ms per update): "
@@ -346,7 +351,7 @@ def train(
         lineage = Lineage(run, config, state) if program.exploit is not None else None
         while run.running():
             if cap is None:  # in the first loop step, which compiles
-                cap = call_cap(program, state, config, run.is_writer)
+                cap = call_cap(program, state, config, run)
             done = run.env_steps // per_update
             updates, ends = plan(config, cap, done)
             values = lineage.values if lineage else {}  # in force during the call

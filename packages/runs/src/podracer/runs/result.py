@@ -18,8 +18,11 @@ class RunResult(NamedTuple):
     history: list[dict[str, Any]]  # the rows logged by this call, as in metrics.jsonl
     env_steps: int  # env steps of the whole run, resumed sessions included
     steps: int  # loop steps of the whole run (Anakin chunks, Sebulba updates)
-    sps: float  # env steps per second after the first (compiling) loop step
-    compile_seconds: float  # the first loop step's time beyond a typical (median) one
+    # Env steps per second of this session, compile excluded (`Run.sps_after_compile`).
+    sps: float
+    # What the runtime measured compiling (Anakin), else the first loop step's time beyond
+    # a typical (median) one.
+    compile_seconds: float
     interrupted: bool  # stopped by SIGINT/SIGTERM (a final checkpoint was written)
     run_dir: str  # the run directory
 

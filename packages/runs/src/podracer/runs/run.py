@@ -110,6 +110,9 @@ class Run:
         self._first_step: tuple[float, int] | None = None  # (end time, env steps) of step 1
         self._durations: list[float] = []  # seconds of each loop step of this session
         self._end = 0.0
+        self._loop_start: float | None = None  # when this session's first loop step began
+        # (compile seconds, seconds of uncounted work) a runtime measured (`compiled`).
+        self._compiled: tuple[float, float] | None = None
         self._log_mark: tuple[float, int] | None = None  # (time, env steps) of the last row
         self._recent_return = math.nan
         self._return_time = -math.inf  # when the progress line's return was last computed
@@ -302,7 +305,17 @@ class Run:
     def running(self) -> bool:
         """Whether another loop step runs (budget left, no stop agreed)."""
         self._step_start = time.perf_counter()
+        if self._loop_start is None:
+            self._loop_start = self._step_start
         return not self._last
+
+    def compiled(self, compile_seconds: float, uncounted_seconds: float) -> None:
+        """The runtime compiled its programs inside the current loop step and measured it:
+        `compile_seconds` of compiling, within `uncounted_seconds` of work that made no
+        counted env steps (compiling, and probing on a copy of the state). SPS then counts
+        every loop step of this session with that time left out, so a run of one loop step
+        gets a true SPS and compile time; without it, the first loop step is the compile."""
+        self._compiled = (float(compile_seconds), float(uncounted_seconds))
 
     def step_seconds(self) -> float:
         """Seconds since the current loop step started (`running()` returned True)."""
@@ -404,14 +417,20 @@ class Run:
                 self._recent_return, self._return_time = history_return(self.history), now
             self._progress.update(steps, self.sps_after_compile(), self._recent_return)
 
-    def sps_after_compile(self) -> float:
-        """Env steps per second after the first loop step (which compiles), this session:
-        what the progress line, the summary and `podracer plot` call SPS (NaN until the
-        second step). metrics.jsonl's `charts/SPS` is the rate since the previous row."""
+    def sps_after_compile(self, now: float | None = None) -> float:
+        """Env steps per second of this session, compile excluded: what the progress line,
+        the summary and `podracer plot` call SPS (NaN until it can be known). The compile
+        is what the runtime measured (`compiled`), else the whole first loop step.
+        metrics.jsonl's `charts/SPS` is the rate since the previous row."""
+        now = time.perf_counter() if now is None else now
+        if self._compiled is not None and self._loop_start is not None:
+            steps = self.env_steps - self._restored_env_steps()
+            seconds = now - self._loop_start - self._compiled[1]
+            return steps / seconds if steps > 0 and seconds > 0 else math.nan
         if self._first_step is None or self.env_steps <= self._first_step[1]:
             return math.nan
         first_end, first_steps = self._first_step
-        return (self.env_steps - first_steps) / max(time.perf_counter() - first_end, 1e-9)
+        return (self.env_steps - first_steps) / max(now - first_end, 1e-9)
 
     def _restored_env_steps(self) -> int:
         return self._restored["env_steps"] if self._restored else 0
@@ -460,11 +479,13 @@ class Run:
         after an interruption."""
         self.close()
         sps, compile_seconds = math.nan, 0.0
-        if self._first_step is not None:
+        if self._compiled is not None:
+            sps, compile_seconds = self.sps_after_compile(self._end), self._compiled[0]
+        elif self._first_step is not None:
             first_end, first_steps = self._first_step
             if len(self._durations) > 1:
                 # Wall time after the first step (compile), evaluations and logging included.
-                sps = (self.env_steps - first_steps) / max(self._end - first_end, 1e-9)
+                sps = self.sps_after_compile(self._end)
                 # Beyond a typical step: the median, as steps that also evaluate or save
                 # would pull a mean up (to 0 compile on short runs).
                 typical = float(np.median(self._durations[1:]))
