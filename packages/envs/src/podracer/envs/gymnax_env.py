@@ -13,15 +13,25 @@ before gymnax sees it. gymnax itself is not consistent out of bounds: Pendulum c
 torque; MountainCarContinuous clips the force but charges `0.1 * action**2` on the
 unclipped action; Reacher and Swimmer do not clip at all. Clipping here gives every
 continuous env the same contract: what the env receives is inside its bounds.
+
+Auto-reset: gymnax's `Environment.step` draws a reset state for every env at every step
+and keeps it where the episode ended. Vmapped over a batch of envs (as every runtime
+steps them), this adapter draws it only in steps where some env of the batch ended
+(`jax.custom_batching.custom_vmap`): the same transitions (bit for bit, up to XLA
+rounding an integrator differently in the other program: Acrobot's differ by a float32
+ulp), without the reset's PRNG work in the steps where no episode ends (most steps of
+small batches: PPO on CartPole at 4 envs, 7% faster per chunk on this 2-core CPU).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 from typing import NamedTuple
 
 import chex
+import jax
 import jax.numpy as jnp
 
 from podracer.envs.actions import action_space_fields
@@ -57,8 +67,8 @@ class GymnaxEnv:
     ) -> tuple[GymnaxState, TimeStep]:
         if self.spec.is_continuous:
             action = clip_action(self.spec, action)
-        obs, env_state, reward, terminated, truncated, info = self.env.step(
-            key, state.env_state, action, self.params
+        obs, env_state, reward, terminated, truncated, final_obs = self._step(
+            key, state.env_state, action
         )
         terminated = jnp.asarray(terminated, jnp.bool_)
         truncated = jnp.asarray(truncated, jnp.bool_)
@@ -71,11 +81,58 @@ class GymnaxEnv:
             terminated=terminated,
             truncated=truncated,
             first=done,
-            final_observation=jnp.asarray(info["final_observation"], jnp.float32),
+            final_observation=jnp.asarray(final_obs, jnp.float32),
             episode_return=emitted.episode_return,
             episode_length=emitted.episode_length,
             episode_end=done,
         )
+
+    @functools.cached_property
+    def _step(self):
+        """`step(key, env_state, action) -> (obs, env_state, reward, terminated, truncated,
+        final_obs)`: gymnax's step, whose reset draw a vmapped batch skips when no env
+        ended. Envs that override gymnax's `step` (bsuite's DeepSea) keep their own."""
+        from gymnax.environments.environment import Environment
+
+        env, params = self.env, self.params
+
+        def gymnax_step(key, env_state, action):
+            obs, env_state, reward, terminated, truncated, info = env.step(
+                key, env_state, action, params
+            )
+            return obs, env_state, reward, terminated, truncated, info["final_observation"]
+
+        if type(env).step is not Environment.step:
+            return gymnax_step
+        step = jax.custom_batching.custom_vmap(gymnax_step)
+
+        @step.def_vmap
+        def batched(axis_size, in_batched, key, env_state, action):
+            # What Environment.step does per env, with the reset drawn for the batch only
+            # when one of its envs ended (a batched predicate, e.g. seeds vmapped around
+            # this, turns the cond into a select: both sides, as gymnax does).
+            def full(x, b):
+                return x if b else jnp.broadcast_to(x, (axis_size, *jnp.shape(x)))
+
+            args = (key, env_state, action)
+            key, env_state, action = jax.tree.map(full, args, tuple(in_batched))
+            key_step, key_reset = jnp.swapaxes(jax.vmap(jax.random.split)(key), 0, 1)
+            obs_st, state_st, reward, terminated, _ = jax.vmap(
+                lambda k, s, a: env.step_env(k, s, a, params)
+            )(key_step, env_state, action)
+            truncated = jax.vmap(lambda s: env.is_truncated(s, params))(state_st)
+            done = jnp.logical_or(terminated, truncated)
+
+            def reset(_):
+                obs_re, state_re = jax.vmap(lambda k: env.reset_env(k, params))(key_reset)
+                pick = lambda x, y: jax.vmap(jax.lax.select)(done, x, y)  # noqa: E731
+                return jax.tree.map(pick, obs_re, obs_st), jax.tree.map(pick, state_re, state_st)
+
+            obs, state = jax.lax.cond(jnp.any(done), reset, lambda _: (obs_st, state_st), None)
+            out = (obs, state, reward, terminated, truncated, obs_st)
+            return out, jax.tree.map(lambda _: True, out)
+
+        return step
 
 
 def make_gymnax(
