@@ -10,7 +10,7 @@ runs first after the other warmed the caches):
   first chunk of each repeat is excluded, as the harness excludes it);
 * train: `podracer.anakin.train(config)`, everything the command line does per chunk
   (metric transfers, rows, writers, progress, checkpoints at their default interval); its
-  SPS is the harness's own figure (env steps after the first chunk over their time).
+  SPS is the harness's own figure (env steps over their time, the measured compile left out).
 
 Each figure is env steps per second. "train / chunks" is what the harness costs per
 chunk; "chunks / plain" and "train / plain" what the project costs against the plain
