@@ -144,8 +144,11 @@ def test_run_writes_config_metrics_and_evaluates(tmp_path):
 def test_a_run_of_one_chunk_reports_its_compile_and_leaves_it_out_of_sps(tmp_path):
     # The whole run is one loop step: without a measured compile, SPS would count the
     # compile and the summary would say "after 0.0s compile" (seen on an H200).
-    config = dataclasses.replace(TINY, runs_root=str(tmp_path), updates_per_chunk=4,
-                                 total_env_steps=TINY.steps_per_update * 4)  # fmt: skip
+    per_update = TINY.steps_per_update
+    config = dataclasses.replace(
+        TINY, runs_root=str(tmp_path), updates_per_chunk=4, total_env_steps=per_update * 4,
+        log_interval=per_update,
+    )  # fmt: skip
     start = time.perf_counter()
     result = train(config)
     wall = time.perf_counter() - start
@@ -153,6 +156,14 @@ def test_a_run_of_one_chunk_reports_its_compile_and_leaves_it_out_of_sps(tmp_pat
     assert 0.1 < result.compile_seconds < wall, result.compile_seconds
     # The chunk runs in a fraction of the compile: SPS well above the wall-clock rate.
     assert result.sps > 3 * result.env_steps / wall, (result.sps, result.env_steps / wall)
+    # The rows within the chunk are timed after the compile too, so `podracer plot`'s SPS
+    # (first row to last) is the summary's.
+    rows = result.history
+    assert [r["env_steps"] for r in rows] == [per_update * k for k in (1, 2, 3, 4)]
+    plotted = (rows[-1]["env_steps"] - rows[0]["env_steps"]) / (
+        rows[-1]["timing/elapsed"] - rows[0]["timing/elapsed"]
+    )
+    assert plotted == pytest.approx(result.sps, rel=0.1)
 
 
 @pytest.mark.slow

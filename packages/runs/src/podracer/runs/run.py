@@ -113,6 +113,7 @@ class Run:
         self._loop_start: float | None = None  # when this session's first loop step began
         # (compile seconds, seconds of uncounted work) a runtime measured (`compiled`).
         self._compiled: tuple[float, float] | None = None
+        self._compiled_at = -math.inf
         self._log_mark: tuple[float, int] | None = None  # (time, env steps) of the last row
         self._recent_return = math.nan
         self._return_time = -math.inf  # when the progress line's return was last computed
@@ -316,6 +317,7 @@ class Run:
         every loop step of this session with that time left out, so a run of one loop step
         gets a true SPS and compile time; without it, the first loop step is the compile."""
         self._compiled = (float(compile_seconds), float(uncounted_seconds))
+        self._compiled_at = time.perf_counter()  # rows of this step are timed from here
 
     def step_seconds(self) -> float:
         """Seconds since the current loop step started (`running()` returned True)."""
@@ -394,8 +396,11 @@ class Run:
         before = self._previous_env_steps
         if not before <= steps <= self.env_steps:
             raise ValueError(f"Run.log: env_steps={steps} is outside the step just finished")
-        if steps < self.env_steps:
-            start = self._step_start or self._started
+        if before < self.env_steps:
+            # When the step made those env steps: at the step's rate from its start (or
+            # from the end of its measured compile) to its end, not when the row is written
+            # (after the rows before it, an evaluation, ...).
+            start = max(self._step_start or self._started, self._compiled_at)
             now = start + (steps - before) / (self.env_steps - before) * (self._end - start)
         since_time, since_steps = self._log_mark or (self._started, self._restored_env_steps())
         sps = (steps - since_steps) / max(now - since_time, 1e-9)
