@@ -271,9 +271,9 @@ def first_reaching(
 
 
 def _sps_after_compile(run: SeedRun) -> float:
-    """Env steps per second from the first logged row (the first loop step, which
-    compiles) to the last: what the command lines' summary calls SPS. One row: its own
-    charts/SPS."""
+    """Env steps per second from the first logged row to the last (rows are timed when
+    their steps were made, after the compile): what the command lines' summary calls SPS.
+    One row: its own charts/SPS."""
     points = [(number(r.get(STEPS)), number(r.get(ELAPSED))) for r in run.rows]
     points = sorted((s, t) for s, t in points if s is not None and t is not None)
     if len(points) > 1 and points[-1][1] > points[0][1]:
