@@ -176,9 +176,8 @@ def call_cap(program: Program, state: Any, config: AnakinConfig, run: Run) -> in
     block(probe)
     middle = time.perf_counter()
     block(program.chunk(probe, 1))
-    end = time.perf_counter()
-    seconds = end - middle
-    run.compiled(max(0.0, middle - start - seconds), end - start)
+    seconds = time.perf_counter() - middle
+    run.compiled(max(0.0, middle - start - seconds))
     if jax.process_count() > 1:
         from jax.experimental import multihost_utils
 

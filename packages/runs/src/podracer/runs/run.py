@@ -110,10 +110,8 @@ class Run:
         self._first_step: tuple[float, int] | None = None  # (end time, env steps) of step 1
         self._durations: list[float] = []  # seconds of each loop step of this session
         self._end = 0.0
-        self._loop_start: float | None = None  # when this session's first loop step began
-        # (compile seconds, seconds of uncounted work) a runtime measured (`compiled`).
+        # (compile seconds, when it ended) as the runtime measured it (`compiled`).
         self._compiled: tuple[float, float] | None = None
-        self._compiled_at = -math.inf
         self._log_mark: tuple[float, int] | None = None  # (time, env steps) of the last row
         self._recent_return = math.nan
         self._return_time = -math.inf  # when the progress line's return was last computed
@@ -306,18 +304,15 @@ class Run:
     def running(self) -> bool:
         """Whether another loop step runs (budget left, no stop agreed)."""
         self._step_start = time.perf_counter()
-        if self._loop_start is None:
-            self._loop_start = self._step_start
         return not self._last
 
-    def compiled(self, compile_seconds: float, uncounted_seconds: float) -> None:
-        """The runtime compiled its programs inside the current loop step and measured it:
-        `compile_seconds` of compiling, within `uncounted_seconds` of work that made no
-        counted env steps (compiling, and probing on a copy of the state). SPS then counts
-        every loop step of this session with that time left out, so a run of one loop step
-        gets a true SPS and compile time; without it, the first loop step is the compile."""
-        self._compiled = (float(compile_seconds), float(uncounted_seconds))
-        self._compiled_at = time.perf_counter()  # rows of this step are timed from here
+    def compiled(self, compile_seconds: float) -> None:
+        """The runtime has just compiled its programs, inside the current loop step, and
+        measured `compile_seconds` of compiling: SPS counts this session's env steps from
+        now (work before, such as probing on a copy of the state, counts no steps), so a
+        run of one loop step gets a true SPS and compile time. Without it, the first loop
+        step is the compile."""
+        self._compiled = (float(compile_seconds), time.perf_counter())
 
     def step_seconds(self) -> float:
         """Seconds since the current loop step started (`running()` returned True)."""
@@ -400,7 +395,7 @@ class Run:
             # When the step made those env steps: at the step's rate from its start (or
             # from the end of its measured compile) to its end, not when the row is written
             # (after the rows before it, an evaluation, ...).
-            start = max(self._step_start or self._started, self._compiled_at)
+            start = max(self._step_start or self._started, self._compiled_end())
             now = start + (steps - before) / (self.env_steps - before) * (self._end - start)
         since_time, since_steps = self._log_mark or (self._started, self._restored_env_steps())
         sps = (steps - since_steps) / max(now - since_time, 1e-9)
@@ -428,14 +423,17 @@ class Run:
         is what the runtime measured (`compiled`), else the whole first loop step.
         metrics.jsonl's `charts/SPS` is the rate since the previous row."""
         now = time.perf_counter() if now is None else now
-        if self._compiled is not None and self._loop_start is not None:
+        if self._compiled is not None:
             steps = self.env_steps - self._restored_env_steps()
-            seconds = now - self._loop_start - self._compiled[1]
+            seconds = now - self._compiled[1]
             return steps / seconds if steps > 0 and seconds > 0 else math.nan
         if self._first_step is None or self.env_steps <= self._first_step[1]:
             return math.nan
         first_end, first_steps = self._first_step
         return (self.env_steps - first_steps) / max(now - first_end, 1e-9)
+
+    def _compiled_end(self) -> float:
+        return -math.inf if self._compiled is None else self._compiled[1]
 
     def _restored_env_steps(self) -> int:
         return self._restored["env_steps"] if self._restored else 0
@@ -487,7 +485,6 @@ class Run:
         if self._compiled is not None:
             sps, compile_seconds = self.sps_after_compile(self._end), self._compiled[0]
         elif self._first_step is not None:
-            first_end, first_steps = self._first_step
             if len(self._durations) > 1:
                 # Wall time after the first step (compile), evaluations and logging included.
                 sps = self.sps_after_compile(self._end)
