@@ -38,6 +38,7 @@ from podracer.agents.validation import ConfigError
 from podracer.runs import signals
 from podracer.runs.checkpoint import Checkpointer
 from podracer.runs.checkpoint import CheckpointError
+from podracer.runs.clock import RunClock
 from podracer.runs.config import RunConfig
 from podracer.runs.config import changed_fields
 from podracer.runs.directory import RunDir
@@ -102,17 +103,9 @@ class Run:
         # A command line's handlers (and a signal they caught during start-up), or ours.
         self._signals = signals.installed() or StopSignals()
         self._signals.on_second = self._second_signal_message
-        self._started = time.perf_counter()
-        self._elapsed_before = 0.0  # wall seconds of the sessions before a resume
+        self._clock = RunClock()
         self._last = False
         self._previous_env_steps = 0
-        self._step_start: float | None = None
-        self._first_step: tuple[float, int] | None = None  # (end time, env steps) of step 1
-        self._durations: list[float] = []  # seconds of each loop step of this session
-        self._end = 0.0
-        # (compile seconds, when it ended) as the runtime measured it (`compiled`).
-        self._compiled: tuple[float, float] | None = None
-        self._log_mark: tuple[float, int] | None = None  # (time, env steps) of the last row
         self._recent_return = math.nan
         self._return_time = -math.inf  # when the progress line's return was last computed
         self._lock: RunLock | None = None  # the run directory's, on process 0
@@ -209,7 +202,8 @@ class Run:
             )
         self.step, self.env_steps = int(meta["step"]), int(meta["env_steps"])
         self._previous_env_steps = self.env_steps
-        self._elapsed_before = float(meta.get("elapsed", 0.0))
+        self._clock.elapsed_before = float(meta.get("elapsed", 0.0))
+        self._clock.restored_env_steps = self.env_steps
         self._restored = {"step": step, "env_steps": self.env_steps}
         return Restored(train_state, runtime_state, meta)
 
@@ -303,7 +297,7 @@ class Run:
 
     def running(self) -> bool:
         """Whether another loop step runs (budget left, no stop agreed)."""
-        self._step_start = time.perf_counter()
+        self._clock.step_started()
         return not self._last
 
     def compiled(self, compile_seconds: float) -> None:
@@ -312,16 +306,16 @@ class Run:
         now (work before, such as probing on a copy of the state, counts no steps), so a
         run of one loop step gets a true SPS and compile time. Without it, the first loop
         step is the compile."""
-        self._compiled = (float(compile_seconds), time.perf_counter())
+        self._clock.compiled(compile_seconds)
 
     def step_seconds(self) -> float:
         """Seconds since the current loop step started (`running()` returned True)."""
-        return time.perf_counter() - (self._step_start or self._started)
+        return self._clock.step_seconds()
 
     @property
     def elapsed(self) -> float:
         """Wall seconds of the whole run (earlier sessions included), compile included."""
-        return self._elapsed_before + time.perf_counter() - self._started
+        return self._clock.elapsed
 
     def stop_vote(self) -> bool:
         """This process's wish to stop now: a signal, or the wall-clock budget spent."""
@@ -334,15 +328,10 @@ class Run:
         `stop`: the stop decision all processes already agreed on (Sebulba carries the
         votes in its update); None: this process's vote, agreed here when there are
         several processes."""
-        now = time.perf_counter()
-        seconds = now - (self._step_start or now)
         self._previous_env_steps = self.env_steps
         self.step += 1
         self.env_steps += int(env_steps)
-        self._durations.append(seconds)
-        self._end = now
-        if self._first_step is None:
-            self._first_step = (now, self.env_steps)
+        self._clock.step_ended(self.env_steps)
         if stop is None:
             stop = self.stop_vote()
             if self.num_processes > 1:
@@ -386,22 +375,12 @@ class Run:
         tags = self.config.member_tags() if isinstance(row, list) else [{}]
         if len(tags) != len(rows):
             raise ValueError(f"Run.log: {len(rows)} rows for {len(tags)} members")
-        now = time.perf_counter()
         steps = self.env_steps if env_steps is None else int(env_steps)
         before = self._previous_env_steps
         if not before <= steps <= self.env_steps:
             raise ValueError(f"Run.log: env_steps={steps} is outside the step just finished")
-        if before < self.env_steps:
-            # When the step made those env steps: at the step's rate from its start (or
-            # from the end of its measured compile) to its end, not when the row is written
-            # (after the rows before it, an evaluation, ...).
-            start = max(self._step_start or self._started, self._compiled_end())
-            now = start + (steps - before) / (self.env_steps - before) * (self._end - start)
-        since_time, since_steps = self._log_mark or (self._started, self._restored_env_steps())
-        sps = (steps - since_steps) / max(now - since_time, 1e-9)
-        self._log_mark = (now, steps)
         # One value for every member's row of this step.
-        elapsed = self._elapsed_before + now - self._started
+        sps, elapsed = self._clock.row(steps, before, self.env_steps)
         for tag, r in zip(tags, rows, strict=True):
             r.setdefault("charts/SPS", sps)
             r.setdefault("timing/elapsed", elapsed)
@@ -413,30 +392,16 @@ class Run:
         if self._progress is not None:
             # The summary's final return, of the rows so far (the two agree at the end);
             # once a second at most, as it reads the history.
+            now = time.perf_counter()
             if self._last or now - self._return_time >= 1.0:
                 self._recent_return, self._return_time = history_return(self.history), now
             self._progress.update(steps, self.sps_after_compile(), self._recent_return)
 
-    def sps_after_compile(self, now: float | None = None) -> float:
+    def sps_after_compile(self) -> float:
         """Env steps per second of this session, compile excluded: what the progress line,
-        the summary and `podracer plot` call SPS (NaN until it can be known). The compile
-        is what the runtime measured (`compiled`), else the whole first loop step.
-        metrics.jsonl's `charts/SPS` is the rate since the previous row."""
-        now = time.perf_counter() if now is None else now
-        if self._compiled is not None:
-            steps = self.env_steps - self._restored_env_steps()
-            seconds = now - self._compiled[1]
-            return steps / seconds if steps > 0 and seconds > 0 else math.nan
-        if self._first_step is None or self.env_steps <= self._first_step[1]:
-            return math.nan
-        first_end, first_steps = self._first_step
-        return (self.env_steps - first_steps) / max(now - first_end, 1e-9)
-
-    def _compiled_end(self) -> float:
-        return -math.inf if self._compiled is None else self._compiled[1]
-
-    def _restored_env_steps(self) -> int:
-        return self._restored["env_steps"] if self._restored else 0
+        the summary and `podracer plot` call SPS (`RunClock` defines it); metrics.jsonl's
+        `charts/SPS` is the rate since the previous row."""
+        return self._clock.sps(self.env_steps)
 
     def maybe_save(self, spec: Any, train: Any, runtime: Any = None) -> bool:
         """Saves `train` (the TrainState) and `runtime` (the runtime's own state, or None)
@@ -481,19 +446,7 @@ class Run:
         """Closes the writer and checkpoints and returns the result; says how to resume
         after an interruption."""
         self.close()
-        sps, compile_seconds = math.nan, 0.0
-        if self._compiled is not None:
-            sps, compile_seconds = self.sps_after_compile(self._end), self._compiled[0]
-        elif self._first_step is not None:
-            if len(self._durations) > 1:
-                # Wall time after the first step (compile), evaluations and logging included.
-                sps = self.sps_after_compile(self._end)
-                # Beyond a typical step: the median, as steps that also evaluate or save
-                # would pull a mean up (to 0 compile on short runs).
-                typical = float(np.median(self._durations[1:]))
-                compile_seconds = max(0.0, self._durations[0] - typical)
-            else:
-                sps = (self.env_steps - self._restored_env_steps()) / max(self._durations[0], 1e-9)
+        sps, compile_seconds = self._clock.summary(self.env_steps)
         if self.interrupted and self.is_writer:
             print(
                 f"{self.runtime}: interrupted at env step {self.env_steps:,} (step {self.step}); "

@@ -1,0 +1,100 @@
+"""`RunClock`: when a run's loop steps happened, and the time figures made from that.
+
+One definition of each figure, used by the progress line, metrics.jsonl, the summary and
+`podracer plot` alike:
+
+* SPS: env steps of this session per wall second, the compile left out. The compile is
+  what the runtime measured and reported (`compiled`: Anakin's probe), else the whole
+  first loop step (Sebulba's first update waits for the first compile).
+* A row's time: when its env steps were made, interpolated within the loop step that
+  made them (from the step's start, or the end of a compile measured inside it, to its
+  end), not when the row was written after the rows before it.
+* Elapsed: wall seconds of the whole run, earlier sessions of a resumed run included.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+
+class RunClock:
+    """Loop-step times of one session of a run."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.elapsed_before = 0.0  # wall seconds of the sessions before a resume
+        self.restored_env_steps = 0  # where this session started counting
+        self._step_start: float | None = None
+        self._first_step: tuple[float, int] | None = None  # (end time, env steps) of step 1
+        self._durations: list[float] = []  # seconds of each loop step of this session
+        self._end = 0.0  # when the last loop step ended
+        # (compile seconds, when it ended) as the runtime measured it (`compiled`).
+        self._compiled: tuple[float, float] | None = None
+        self._row_mark: tuple[float, int] | None = None  # (time, env steps) of the last row
+
+    def step_started(self) -> None:
+        self._step_start = time.perf_counter()
+
+    def compiled(self, compile_seconds: float) -> None:
+        """The runtime compiled its programs inside the current loop step, in
+        `compile_seconds`, and has just finished: SPS counts from now."""
+        self._compiled = (float(compile_seconds), time.perf_counter())
+
+    def step_ended(self, env_steps: int) -> None:
+        """The current loop step ended with `env_steps` env steps made in all."""
+        now = time.perf_counter()
+        self._durations.append(now - (self._step_start or now))
+        self._end = now
+        if self._first_step is None:
+            self._first_step = (now, env_steps)
+
+    def step_seconds(self) -> float:
+        """Seconds since the current loop step started."""
+        return time.perf_counter() - (self._step_start or self.started)
+
+    @property
+    def elapsed(self) -> float:
+        return self.elapsed_before + time.perf_counter() - self.started
+
+    def row(self, steps: int, before: int, after: int) -> tuple[float, float]:
+        """`(charts/SPS, timing/elapsed)` of a row at `steps` of the loop step that went
+        from `before` to `after` env steps: SPS since the previous row."""
+        now = time.perf_counter()
+        if before < after:
+            start = max(self._step_start or self.started, self._compile_end())
+            now = start + (steps - before) / (after - before) * (self._end - start)
+        since_time, since_steps = self._row_mark or (self.started, self.restored_env_steps)
+        sps = (steps - since_steps) / max(now - since_time, 1e-9)
+        self._row_mark = (now, steps)
+        return sps, self.elapsed_before + now - self.started
+
+    def sps(self, env_steps: int, now: float | None = None) -> float:
+        """SPS of this session at `env_steps` (NaN until it can be known)."""
+        now = time.perf_counter() if now is None else now
+        if self._compiled is not None:
+            steps = env_steps - self.restored_env_steps
+            seconds = now - self._compiled[1]
+            return steps / seconds if steps > 0 and seconds > 0 else math.nan
+        if self._first_step is None or env_steps <= self._first_step[1]:
+            return math.nan
+        first_end, first_steps = self._first_step
+        return (env_steps - first_steps) / max(now - first_end, 1e-9)
+
+    def summary(self, env_steps: int) -> tuple[float, float]:
+        """`(SPS, compile seconds)` of the session at its end."""
+        if self._compiled is not None:
+            return self.sps(env_steps, self._end), self._compiled[0]
+        if self._first_step is None:
+            return math.nan, 0.0
+        if len(self._durations) == 1:  # one step: nothing to tell the compile apart from
+            return (env_steps - self.restored_env_steps) / max(self._durations[0], 1e-9), 0.0
+        # The compile is the first step beyond a typical one: the median, as steps that
+        # also evaluate or save would pull a mean up (to 0 compile on short runs).
+        typical = float(np.median(self._durations[1:]))
+        return self.sps(env_steps, self._end), max(0.0, self._durations[0] - typical)
+
+    def _compile_end(self) -> float:
+        return -math.inf if self._compiled is None else self._compiled[1]
