@@ -281,9 +281,7 @@ def muzero_loss(
     num_unroll = config.num_unroll_steps
     if net.num_actions is None:  # dynamics takes actions scaled to [-1, 1]
         trajectory = trajectory._replace(action=scaled_actions(spec, trajectory.action))
-    latents, _, g, bounds = value_targets(
-        net, model, config, spec.can_truncate, params, trajectory
-    )
+    latents, _, g, bounds = value_targets(net, model, config, spec.can_truncate, params, trajectory)
     targets = jax.lax.stop_gradient(unroll_targets(trajectory, g, bounds, num_unroll))
     value_ce, policy_ce, reward_ce, entropy = unroll_cross_entropies(
         net, config, params, latents[:-1], targets
@@ -321,6 +319,84 @@ def muzero_loss(
     return total, metrics
 
 
+def _discrete_acting(spec: EnvSpec, config: MuZeroConfig, model, greedy_search):
+    """`(act, greedy_act)` of MuZero on discrete actions: the search's action, a uniformly
+    random one at `exploration_epsilon`; greedy: the search without its noise."""
+
+    def act(params, key, observation, step=0, core=None, first=None):
+        del step, core, first  # no schedule in acting; feed-forward
+        search_key, explore_key, action_key = jax.random.split(key, 3)
+        out = search(params, search_key, model, observation, config.search)
+        action = out.action
+        if config.exploration_epsilon > 0:
+            explore = jax.random.uniform(explore_key, action.shape)
+            uniform = jax.random.randint(action_key, action.shape, 0, spec.num_actions, jnp.int32)
+            action = jnp.where(explore < config.exploration_epsilon, uniform, action)
+        return action, {"policy": out.action_weights, "root_value": out.root_value}, ()
+
+    def greedy_act(params, observation, core=None, first=None):
+        del core, first  # feed-forward
+        # Deterministic search (no Gumbel noise / root noise): the key is unused.
+        key = jax.random.PRNGKey(0)
+        return search(params, key, model, observation, greedy_search).action, ()
+
+    return act, greedy_act
+
+
+def _sampled_acting(spec: EnvSpec, config: MuZeroConfig, net, greedy_search):
+    """`(act, greedy_act)` of Sampled MuZero on a bounded box: the search over sampled
+    pre-squash actions u, the env given tanh(u) scaled into the box."""
+    low, high = spec.action_bounds()  # finite (EnvSpec checks)
+    sampled_model = make_sampled_model(
+        net, config.value_support, config.reward_support, config.gamma
+    )
+    num_samples = config.num_action_samples
+
+    def to_env(u):  # [B, D] -> [B, *action_shape] in the box
+        return tanh_squash(u, low.reshape(-1), high.reshape(-1)).reshape(
+            u.shape[0], *spec.action_shape
+        )
+
+    def act(params, key, observation, step=0, core=None, first=None):
+        del step, core, first  # no schedule in acting; feed-forward
+        search_key, explore_key, action_key = jax.random.split(key, 3)
+        out = sampled_search(
+            params, search_key, sampled_model, observation, config.search, num_samples
+        )
+        action = to_env(out.action)
+        if config.exploration_epsilon > 0:
+            explore = jax.random.uniform(explore_key, action.shape[:1])
+            explore = explore.reshape(-1, *[1] * len(spec.action_shape))
+            uniform = jax.random.uniform(
+                action_key, action.shape, minval=low[None], maxval=high[None]
+            )
+            action = jnp.where(explore < config.exploration_epsilon, uniform, action)
+        extras = {
+            "policy": out.search.action_weights,
+            "root_value": out.search.root_value,
+            "sampled_actions": out.samples,
+        }
+        return action, extras, ()
+
+    def greedy_act(params, observation, core=None, first=None):
+        del core, first  # feed-forward
+        # Deterministic search from a fixed key; the root's first sample is the
+        # prior's mean (its mode), so the search can always settle on it.
+        key = jax.random.PRNGKey(0)
+        root_key, search_key = jax.random.split(key)
+        latent = sampled_model.representation(params, observation)
+        prior, _ = sampled_model.prediction(params, latent)
+        samples = sampled_model.sample(root_key, prior, num_samples)
+        samples = samples.at[:, 0].set(prior.mean)
+        out = sampled_search(
+            params, search_key, sampled_model, observation, greedy_search, num_samples,
+            root_samples=samples,
+        )  # fmt: skip
+        return to_env(out.action), ()
+
+    return act, greedy_act
+
+
 def make_muzero(
     spec: EnvSpec, config: MuZeroConfig = MuZeroConfig(), total_updates: int | None = None
 ) -> Agent:
@@ -332,82 +408,16 @@ def make_muzero(
         greedy_search = dataclasses.replace(config.search, gumbel_scale=0.0)
     else:
         greedy_search = dataclasses.replace(config.search, dirichlet_fraction=0.0, temperature=0.0)
+    if spec.is_discrete:
+        net_action_shape, action_dtype = (), "int32"
+        act, greedy_act = _discrete_acting(spec, config, model, greedy_search)
+    else:  # Sampled MuZero over pre-squash Gaussian draws u; the env gets the box's tanh(u)
+        net_action_shape, action_dtype = (net.action_size,), "float32"
+        act, greedy_act = _sampled_acting(spec, config, net, greedy_search)
 
     def init(key):
         obs = jnp.zeros((1, *spec.observation_shape), spec.observation_dtype)
         return net.init(key, obs, jnp.zeros((1, *net_action_shape), jnp.dtype(action_dtype)))
-
-    if spec.is_discrete:
-        net_action_shape, action_dtype = (), "int32"
-
-        def act(params, key, observation, step=0, core=None, first=None):
-            del step, core, first  # no schedule in acting; feed-forward
-            search_key, explore_key, action_key = jax.random.split(key, 3)
-            out = search(params, search_key, model, observation, config.search)
-            action = out.action
-            if config.exploration_epsilon > 0:
-                explore = jax.random.uniform(explore_key, action.shape)
-                uniform = jax.random.randint(
-                    action_key, action.shape, 0, spec.num_actions, jnp.int32
-                )
-                action = jnp.where(explore < config.exploration_epsilon, uniform, action)
-            return action, {"policy": out.action_weights, "root_value": out.root_value}, ()
-
-        def greedy_act(params, observation, core=None, first=None):
-            del core, first  # feed-forward
-            # Deterministic search (no Gumbel noise / root noise): the key is unused.
-            key = jax.random.PRNGKey(0)
-            return search(params, key, model, observation, greedy_search).action, ()
-
-    else:  # Sampled MuZero over pre-squash Gaussian draws u; the env gets the box's tanh(u)
-        net_action_shape, action_dtype = (net.action_size,), "float32"
-        low, high = spec.action_bounds()  # finite (EnvSpec checks)
-        sampled_model = make_sampled_model(
-            net, config.value_support, config.reward_support, config.gamma
-        )
-        num_samples = config.num_action_samples
-
-        def to_env(u):  # [B, D] -> [B, *action_shape] in the box
-            return tanh_squash(u, low.reshape(-1), high.reshape(-1)).reshape(
-                u.shape[0], *spec.action_shape
-            )
-
-        def act(params, key, observation, step=0, core=None, first=None):
-            del step, core, first  # no schedule in acting; feed-forward
-            search_key, explore_key, action_key = jax.random.split(key, 3)
-            out = sampled_search(
-                params, search_key, sampled_model, observation, config.search, num_samples
-            )
-            action = to_env(out.action)
-            if config.exploration_epsilon > 0:
-                explore = jax.random.uniform(explore_key, action.shape[:1])
-                explore = explore.reshape(-1, *[1] * len(spec.action_shape))
-                uniform = jax.random.uniform(
-                    action_key, action.shape, minval=low[None], maxval=high[None]
-                )
-                action = jnp.where(explore < config.exploration_epsilon, uniform, action)
-            extras = {
-                "policy": out.search.action_weights,
-                "root_value": out.search.root_value,
-                "sampled_actions": out.samples,
-            }
-            return action, extras, ()
-
-        def greedy_act(params, observation, core=None, first=None):
-            del core, first  # feed-forward
-            # Deterministic search from a fixed key; the root's first sample is the
-            # prior's mean (its mode), so the search can always settle on it.
-            key = jax.random.PRNGKey(0)
-            root_key, search_key = jax.random.split(key)
-            latent = sampled_model.representation(params, observation)
-            prior, _ = sampled_model.prediction(params, latent)
-            samples = sampled_model.sample(root_key, prior, num_samples)
-            samples = samples.at[:, 0].set(prior.mean)
-            out = sampled_search(
-                params, search_key, sampled_model, observation, greedy_search, num_samples,
-                root_samples=samples,
-            )  # fmt: skip
-            return to_env(out.action), ()
 
     targets = functools.partial(value_targets, net, model, config, spec.can_truncate)
 
