@@ -38,6 +38,9 @@ LAYOUTS: dict[tuple[str, str], dict[str, Any]] = {
     ("impala", "minatar"): dict(
         num_envs=64, rollout_length=128, updates_per_chunk=10, total_env_steps=10_000_000
     ),
+    ("muzero", "minatar"): dict(
+        num_envs=64, rollout_length=16, updates_per_chunk=50, total_env_steps=10_000_000
+    ),
     ("pqn", "minatar"): dict(
         num_envs=128, rollout_length=32, updates_per_chunk=10, total_env_steps=10_000_000
     ),

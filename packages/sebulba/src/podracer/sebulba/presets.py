@@ -21,6 +21,7 @@ LAYOUTS: dict[tuple[str, str], dict[str, Any]] = {
     ("ppo", "minatar"): dict(envs_per_thread=64, rollout_length=128, total_env_steps=10_000_000),
     ("impala", "minatar"): dict(envs_per_thread=64, rollout_length=128, total_env_steps=10_000_000),
     ("impala", "atari"): dict(envs_per_thread=32, rollout_length=20, total_env_steps=10_000_000),
+    ("muzero", "minatar"): dict(envs_per_thread=64, rollout_length=16, total_env_steps=10_000_000),
     ("pqn", "minatar"): dict(envs_per_thread=128, rollout_length=32, total_env_steps=10_000_000),
     ("pqn", "classic"): dict(envs_per_thread=32, rollout_length=64, total_env_steps=500_000),
     ("pqn", "MountainCar-v0"): dict(envs_per_thread=32, rollout_length=64, total_env_steps=500_000),
