@@ -67,6 +67,7 @@ from podracer.agents.types import Trajectory
 from podracer.agents.types import masked_mean
 from podracer.envs import EnvSpec
 from podracer.search import MuZeroModel
+from podracer.search import SearchConfig
 from podracer.search import sampled_search
 from podracer.search import search
 
@@ -319,7 +320,9 @@ def muzero_loss(
     return total, metrics
 
 
-def _discrete_acting(spec: EnvSpec, config: MuZeroConfig, model, greedy_search):
+def _discrete_acting(
+    spec: EnvSpec, config: MuZeroConfig, model: MuZeroModel, greedy_search: SearchConfig
+):
     """`(act, greedy_act)` of MuZero on discrete actions: the search's action, a uniformly
     random one at `exploration_epsilon`; greedy: the search without its noise."""
 
@@ -343,7 +346,9 @@ def _discrete_acting(spec: EnvSpec, config: MuZeroConfig, model, greedy_search):
     return act, greedy_act
 
 
-def _sampled_acting(spec: EnvSpec, config: MuZeroConfig, net, greedy_search):
+def _sampled_acting(
+    spec: EnvSpec, config: MuZeroConfig, net: MuZeroNetwork, greedy_search: SearchConfig
+):
     """`(act, greedy_act)` of Sampled MuZero on a bounded box: the search over sampled
     pre-squash actions u, the env given tanh(u) scaled into the box."""
     low, high = spec.action_bounds()  # finite (EnvSpec checks)
