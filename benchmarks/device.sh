@@ -3,7 +3,8 @@
 # raw output to benchmarks/results/device_<date>.log, curves beside it.
 #
 #   bash benchmarks/device.sh                  # every part, about 17 minutes
-#   bash benchmarks/device.sh anakin sebulba   # some parts: anakin, cli, sebulba, atari, pong
+#   bash benchmarks/device.sh anakin sebulba   # some parts: anakin, throughput,
+#                                            #   muzero, sebulba, atari, pong
 #
 # Uses the Python that already imports podracer with a GPU (PODRACER_PY, else `python`),
 # else installs the locked jax[cuda12] (the cuda12 extras) into the workspace's venv first.
@@ -29,7 +30,6 @@ cli() {  # a console script by its module, so that no PATH or venv activation is
   local module=$1; shift
   echo "$py -c 'import sys; from $module import main; sys.exit(main())'"
 }
-anakin=$(cli podracer.anakin.cli)
 sebulba=$(cli podracer.sebulba.cli)
 podracer=$(cli podracer.runs.tools.cli)
 $py -c "import jax; print(jax.__version__, jax.devices())" | tee -a "$log"
@@ -39,14 +39,12 @@ for part in $parts; do
   anakin)  # Catch Q(lambda) and CartPole PPO from 4 to 131k envs (training and acting-only FPS).
     run 200 $py benchmarks/anakin.py --quick --skip-devices --catch-envs 1024 16384 131072 \
       --ppo-envs 4 64 1024 16384 131072 ;;
-  cli)  # What the command line costs at GPU speed: 16k-env CartPole PPO, 2e8 steps, as the
-    # benchmark's bare train() (no rows to disk) against `anakin` with its rows and TensorBoard
-    # (2026-12-04: 59M against 32M SPS at 10 updates per chunk; not yet explained).
-    run 60 $py benchmarks/anakin.py --skip-devices --catch-envs 1024 --ppo-envs 16384
-    for flags in "" "--no-tensorboard" "--no-tensorboard --log-interval 20971520"; do
-      run 60 bash -c "$anakin --env gymnax:CartPole-v1 --agent ppo --num-envs 16384 \
-        --updates-per-chunk 10 --total-env-steps 200000000 --no-progress $flags"
-    done ;;
+  throughput)  # What the command line costs at accelerator batch sizes: CartPole PPO at 16k
+    # and 131k envs as the plain one-program PPO, the bare compiled chunk in a loop, and
+    # train() with every writer, interleaved; then one train() of each under cProfile.
+    run 420 $py benchmarks/throughput.py --gpu --repeats 3 --profile "${log%.log}_profile" ;;
+  muzero)  # MuZero on Anakin Catch: FPS, time to greedy 0.9, search against learning.
+    run 150 $py benchmarks/muzero.py --tasks catch --seconds 60 --sebulba-steps 0 ;;
   sebulba)  # CartPole IMPALA: CPU actors (whole-rollout XLA loops) against GPU actors.
     for backend in cpu default; do
       run 80 $py benchmarks/sebulba_throughput.py --case cartpole --actor-backend $backend \
@@ -67,7 +65,7 @@ for part in $parts; do
       --run-name device-pong-pqn --no-progress"
     run 60 bash -c "$podracer plot runs/device-pong-impala runs/device-pong-pqn \
       --out benchmarks/results/device_pong" ;;
-  *) echo "unknown part '$part' (allowed: anakin, cli, sebulba, atari, pong)" >&2; exit 2 ;;
+  *) echo "unknown part '$part' (allowed: anakin, throughput, muzero, sebulba, atari, pong)" >&2; exit 2 ;;
   esac
 done
 echo "log: $log"

@@ -89,7 +89,7 @@ def acting_share(config, repeats: int = 2) -> float:
     from podracer.envs import make
 
     env = make(config.env)
-    agent = make_agent("muzero", env.spec, config.muzero)
+    agent = make_agent("muzero", env.spec, config.agent_config)
     mesh = make_mesh(1)
     T, updates = config.rollout_length, config.updates_per_chunk
     state = make_init(agent, env, config.num_envs, mesh, T)(jax.random.PRNGKey(0))
@@ -178,7 +178,7 @@ def main() -> None:
         r["act_share"] = acting_share(config)
         rows.append((name, target, r))
 
-    m = anakin_config("catch", 1).muzero  # the MuZeroConfig defaults
+    m = anakin_config("catch", 1).agent_config  # the MuZeroConfig defaults
     print(
         f"## MuZero on Anakin, 1 device ({device}): {ANAKIN['num_envs']} envs x "
         f"{ANAKIN['rollout_length']} steps per rollout; "

@@ -18,6 +18,11 @@ program. The spread is the lowest and highest ratio over the repeats, each repea
 pair compared (machine noise moves both sides of a repeat together).
 
     uv run python benchmarks/throughput.py [--repeats 5] [--scale 1.0]
+    python benchmarks/throughput.py --gpu --repeats 3 --profile DIR   # on an accelerator
+
+`--gpu` runs accelerator-sized CartPole batches instead (16,384 and 131,072 envs);
+`--profile DIR` adds one more `train` of each setting under cProfile and writes its host
+time by function to DIR (where the harness's time goes, if `train/chunks` is short).
 """
 
 from __future__ import annotations
@@ -40,6 +45,35 @@ def settings(scale: float) -> list[Setting]:
         Setting("Breakout-MinAtar", "Breakout-MinAtar", 64, 128, 4, 8, "relu", 5e-3,
                 int(5e5 * scale)),
     ]  # fmt: skip
+
+
+def gpu_settings(scale: float) -> list[Setting]:
+    """PureJaxRL's CartPole PPO at accelerator batch sizes: 100 and 20 updates."""
+    return [
+        Setting("CartPole, 16,384 envs", "CartPole-v1", 16_384, 128, 4, 4, "tanh", 2.5e-4,
+                int(16_384 * 128 * 100 * scale)),
+        Setting("CartPole, 131,072 envs", "CartPole-v1", 131_072, 128, 4, 4, "tanh", 2.5e-4,
+                int(131_072 * 128 * 20 * scale)),
+    ]  # fmt: skip
+
+
+def profile_train(s: Setting, directory: str) -> None:
+    """One `train` of `s` under cProfile: its host time by function, cumulative and own."""
+    import cProfile
+    import os
+    import pstats
+
+    from podracer.anakin import train
+
+    profiler = cProfile.Profile()
+    result = profiler.runcall(train, anakin_config(s, tensorboard=True))
+    os.makedirs(directory, exist_ok=True)
+    name = "".join(c if c.isalnum() else "_" for c in s.name).strip("_")
+    with open(os.path.join(directory, f"train_{name}.txt"), "w") as f:
+        f.write(f"{s.name}: SPS {result.sps:,.0f}, compile {result.compile_seconds:.1f} s\n")
+        stats = pstats.Stats(profiler, stream=f).strip_dirs()
+        stats.sort_stats("cumulative").print_stats(40)
+        stats.sort_stats("tottime").print_stats(25)
 
 
 def plain_runner(s: Setting):
@@ -96,10 +130,12 @@ def main() -> None:
     )
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--scale", type=float, default=1.0, help="times each setting's steps")
+    parser.add_argument("--gpu", action="store_true", help="accelerator-sized batches")
+    parser.add_argument("--profile", metavar="DIR", help="cProfile one more train per setting")
     args = parser.parse_args()
     print(f"{'PPO (steps)':<28} {'plain SPS':>10} {'chunks SPS':>11} {'train SPS':>10}  "
           f"{'chunks/plain':<20} {'train/plain':<20} {'train/chunks':<20}")  # fmt: skip
-    for s in settings(args.scale):
+    for s in (gpu_settings if args.gpu else settings)(args.scale):
         runners = {"plain": plain_runner(s), "chunks": chunk_runner(s), "train": train_runner(s)}
         sps = {name: [] for name in runners}
         names = list(runners)
@@ -113,6 +149,8 @@ def main() -> None:
             f"{spread(sps['train'], sps['plain']):<20} {spread(sps['train'], sps['chunks']):<20}",
             flush=True,
         )
+        if args.profile:
+            profile_train(s, args.profile)
 
 
 if __name__ == "__main__":
