@@ -103,3 +103,31 @@ def test_wandb_offline_writes_its_files_and_continues_the_run_on_resume(tmp_path
     MetricWriter(run, tensorboard=False, wandb=options, truncate_after=64).close()
     with open(os.path.join(run.path, "wandb.json")) as f:
         assert json.load(f)["id"] == run_id  # the same W&B run
+
+
+def test_tensorboard_loads_before_the_first_row_and_without_torch(tmp_path):
+    """tensorboardX's package init imports torch when it is installed; the writer loads it
+    when it opens (before a run's clock starts), with torch hidden, and leaves the process
+    able to import torch after. A stand-in `torch` package records whether it was run."""
+    import subprocess
+    import sys
+
+    fake = tmp_path / "site" / "torch"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text(
+        "import os\nopen(os.environ['TORCH_MARK'], 'a').write('imported\\n')\nTensor = object\n"
+    )
+    mark = tmp_path / "mark"
+    code = f"""
+import sys
+from podracer.runs import MetricWriter, RunDir
+writer = MetricWriter(RunDir({str(tmp_path)!r}, "exp"))
+assert "tensorboardX.event_file_writer" in sys.modules  # loaded by the constructor
+assert "torch" not in sys.modules
+writer.write(1, {{"x": 1.0}}); writer.close()
+import torch  # the process can still import it
+"""
+    env = {**os.environ, "TORCH_MARK": str(mark)}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "site"), env.get("PYTHONPATH", "")])
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)
+    assert mark.read_text() == "imported\n"  # once: by the last line, not by tensorboardX

@@ -14,6 +14,7 @@ import glob
 import json
 import math
 import os
+import sys
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -72,6 +73,7 @@ class MetricWriter:
             os.replace(tmp, run_dir.metrics_file)
         self._file = open(run_dir.metrics_file, "a")
         if tensorboard:
+            self._events = _tensorboard_events()  # here, before the run's clock starts
             # Events are derived from metrics.jsonl: rebuilt, they hold each step once. The
             # old event files move aside (they may hold rows metrics.jsonl lost).
             for old in glob.glob(os.path.join(run_dir.tensorboard, "**", "events.out.tfevents.*"),
@@ -112,10 +114,7 @@ class MetricWriter:
         # through a process queue to a writer thread, ~0.3 ms per row of host time, much
         # of a small Anakin call's (benchmarks/harness_ab.py). Flushed once a second and
         # on close; metrics.jsonl, flushed every row, is the record events are rebuilt from.
-        from tensorboardX.event_file_writer import EventsWriter
-        from tensorboardX.proto.event_pb2 import Event
-        from tensorboardX.proto.summary_pb2 import Summary
-
+        EventsWriter, Event, Summary = self._events
         member = _member_folder(row)
         if member not in self._tb:
             folder = os.path.join(self._run_dir.tensorboard, member)
@@ -188,14 +187,37 @@ def _start_wandb(run_dir: RunDir, project: str, entity: str | None, mode: str, c
     return run
 
 
+def _tensorboard_events() -> tuple[Any, Any, Any]:
+    """tensorboardX's `EventsWriter`, `Event` and `Summary`, imported with torch hidden.
+
+    tensorboardX's package init imports torch whenever it is installed (to recognise torch
+    tensors, which rows never hold): seconds and hundreds of MB a JAX run has no use for.
+    Imported at the first row, inside the timed loop, it halved a short run's SPS (an H200,
+    16k-env CartPole PPO: 26M SPS with TensorBoard, 63M without; benchmarks/results/
+    throughput.md). While tensorboardX loads, `import torch` raises ImportError (a None
+    entry in `sys.modules`), unless torch is already loaded; the entry is removed after,
+    so the process can still import torch itself.
+    """
+    hide = "torch" not in sys.modules
+    if hide:
+        sys.modules["torch"] = None  # type: ignore[assignment]
+    try:
+        from tensorboardX.event_file_writer import EventsWriter
+        from tensorboardX.proto.event_pb2 import Event
+        from tensorboardX.proto.summary_pb2 import Summary
+    finally:
+        if hide and sys.modules.get("torch", 0) is None:
+            del sys.modules["torch"]
+    return EventsWriter, Event, Summary
+
+
 def read_tensorboard(folder: str | os.PathLike) -> list[tuple[str, int, float]]:
     """`(tag, step, value)` of every scalar in the event files under `folder`, in file
     order: what TensorBoard would plot, read without TensorFlow (TFRecords of
     tensorboardX's `Event` protos)."""
     import struct
 
-    from tensorboardX.proto import event_pb2
-
+    _, Event, _ = _tensorboard_events()
     out = []
     pattern = os.path.join(os.fspath(folder), "**", "events.out.tfevents.*")
     for path in sorted(glob.glob(pattern, recursive=True)):
@@ -206,6 +228,6 @@ def read_tensorboard(folder: str | os.PathLike) -> list[tuple[str, int, float]]:
             (length,) = struct.unpack("<Q", data[offset : offset + 8])
             record = data[offset + 12 : offset + 12 + length]  # after the length and its crc
             offset += 12 + length + 4  # and the record's crc
-            event = event_pb2.Event.FromString(record)
+            event = Event.FromString(record)
             out.extend((v.tag, event.step, v.simple_value) for v in event.summary.value)
     return out
