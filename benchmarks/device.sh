@@ -43,8 +43,9 @@ for part in $parts; do
     # and 131k envs as the plain one-program PPO, the bare compiled chunk in a loop, and
     # train() with every writer, interleaved; then one train() of each under cProfile.
     run 420 $py benchmarks/throughput.py --gpu --repeats 3 --profile "${log%.log}_profile" ;;
-  muzero)  # MuZero on Anakin Catch: FPS, time to greedy 0.9, search against learning.
-    run 150 $py benchmarks/muzero.py --tasks catch --seconds 60 --sebulba-steps 0 ;;
+  muzero)  # MuZero beside PPO on Anakin Catch (presets as typed): SPS, time to greedy 0.9,
+    # MuZero's search share (2026-12-04: its 48 s compile left 13 s of a 60 s budget).
+    run 300 $py benchmarks/muzero.py --tasks catch --seconds 150 --sebulba-steps 0 ;;
   sebulba)  # CartPole IMPALA: CPU actors (whole-rollout XLA loops) against GPU actors.
     for backend in cpu default; do
       run 80 $py benchmarks/sebulba_throughput.py --case cartpole --actor-backend $backend \

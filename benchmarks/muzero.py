@@ -1,30 +1,33 @@
-"""MuZero on Anakin and Sebulba: frames per second, compile, time to target, search vs learning.
+"""MuZero beside PPO on Anakin, and MuZero on Sebulba: SPS, compile, time to target, search.
 
-One table, one row per task (Catch, gymnax CartPole-v1), each trained with the
-`MuZeroConfig` defaults (Gumbel search, sequence replay: see the agent's module doc):
+One table, a row per task and agent (Catch, gymnax CartPole-v1; Breakout-MinAtar with
+`--tasks breakout-minatar`), each agent trained as `anakin --env ENV --agent AGENT` runs it
+(its preset for the task, total steps included), with greedy evaluations added every
+`--eval-every` of the preset's steps:
 
-* FPS: training frames per second after the first (compiling) chunk;
-* compile s: the first chunk's time beyond a steady chunk;
-* to target: wall time (compile included, evaluations included) and env steps until the
-  greedy evaluation (deterministic search, `eval_episodes` episodes) first reaches the target
-  (Catch 0.9, CartPole 475), within the task's wall-clock budget;
-* final: the training return (search-sampled actions, with exploration) of the last two
-  chunks and the last greedy evaluation;
-* search / learning: the share of a chunk spent acting (a search on every step and the
-  env step) versus learning (replay, unroll, loss, gradient, optimizer), from an act-only
+* SPS: env steps per second after the compile (the run's own figure);
+* compile s: what the run measured for its compile;
+* to target: wall seconds (compile and evaluations included) and env steps until a greedy
+  evaluation (deterministic search for MuZero, `eval_episodes` episodes) first reaches the
+  target (Catch 0.9, CartPole 475, Breakout-MinAtar 40), within the preset's steps and the
+  wall-clock budget (`--seconds`);
+* final: the training return (with exploration) of the last two rows and the last greedy
+  evaluation;
+* search: MuZero's share of a chunk spent acting (a search on every step and the env
+  step) against learning (replay, unroll, loss, gradient, optimizer), from an act-only
   chunk with the same rollouts timed against the full chunk.
 
-Then MuZero on Sebulba (`--sebulba-steps`, envpool CartPole-v1, the same defaults): SPS,
-best and last training return, a final greedy evaluation, and the actor's seconds per
-rollout (env steps and a search per step, one compiled XLA loop) against the learner's
-seconds per update (replay, unroll, loss, gradient), which overlap in time.
+Then MuZero on Sebulba (`--sebulba-steps`, envpool CartPole-v1, its preset): SPS, best
+and last training return, a final greedy evaluation, and the actor's seconds per rollout
+(env steps and a search per step, one compiled XLA loop) against the learner's seconds per
+update (replay, unroll, loss, gradient), which overlap in time.
 
 Peer figure (issue 6): Stoix's Anakin MuZero (mctx, 1024 envs) runs CartPole-v1 at about
 860 steps/s with 48 s of compile, and its return is still 30-100 after 10 minutes.
 
-    python benchmarks/muzero.py                  # Catch, then CartPole (10-minute budget)
-    python benchmarks/muzero.py --tasks cartpole --seconds 600
-    python benchmarks/muzero.py --tasks catch --seconds 60 --sebulba-steps 300000
+    python benchmarks/muzero.py --sebulba-steps 0      # Catch and CartPole, MuZero and PPO
+    python benchmarks/muzero.py --tasks breakout-minatar --seconds 1800 --sebulba-steps 0
+    python benchmarks/muzero.py --tasks catch --agents muzero --sebulba-steps 300000
 """
 
 from __future__ import annotations
@@ -33,29 +36,25 @@ import argparse
 import math
 import time
 
-# Actor batch: 32 envs x 16 steps per rollout; the learner batch is set by the replay.
-ANAKIN = dict(
-    agent="muzero",
-    num_envs=32,
-    rollout_length=16,
-    updates_per_chunk=50,
-    total_env_steps=100_000_000,  # the wall-clock budget ends the run
-    eval_interval=2 * 32 * 16 * 50,  # every 2 chunks
-    eval_episodes=32,
-    eval_max_steps=500,
-    progress=False,
-    tensorboard=False,
-)
-TASKS = {  # name -> (env, target, default wall-clock budget in seconds)
-    "catch": ("catch", 0.9, 240.0),
-    "cartpole": ("gymnax:CartPole-v1", 475.0, 600.0),
+TASKS = {  # name -> (env, greedy target, eval episodes, eval max steps)
+    "catch": ("catch", 0.9, 100, 500),
+    "cartpole": ("gymnax:CartPole-v1", 475.0, 32, 500),
+    "breakout-minatar": ("gymnax:Breakout-MinAtar", 40.0, 32, 2000),
 }
 
 
-def anakin_config(env: str, seconds: float, **overrides):
+def anakin_config(
+    env: str, agent: str, seconds: float, evals: int, episodes: int, max_steps: int, **overrides
+):
+    """`anakin --env env --agent agent` as typed (its preset), greedy evaluations added."""
     from podracer.anakin import AnakinConfig
 
-    return AnakinConfig(**{**ANAKIN, "env": env, "max_wall_seconds": seconds, **overrides})
+    config, _ = AnakinConfig.from_preset(env, agent)
+    return config.replace(
+        max_wall_seconds=seconds, eval_interval=max(1, config.total_env_steps // evals),
+        eval_episodes=episodes, eval_max_steps=max_steps, progress=False, tensorboard=False,
+        **overrides,
+    )  # fmt: skip
 
 
 def learn(config, target: float) -> dict:
@@ -66,7 +65,7 @@ def learn(config, target: float) -> dict:
     evals = [h for h in result.history if "eval/episodic_return" in h]
     reached = next((h for h in evals if h["eval/episodic_return"] >= target), None)
     return {
-        "fps": result.sps,
+        "sps": result.sps,
         "compile_s": result.compile_seconds,
         "wall_s": result.history[-1]["timing/elapsed"],
         "steps": result.env_steps,
@@ -91,7 +90,7 @@ def acting_share(config, repeats: int = 2) -> float:
     env = make(config.env)
     agent = make_agent("muzero", env.spec, config.agent_config)
     mesh = make_mesh(1)
-    T, updates = config.rollout_length, config.updates_per_chunk
+    T, updates = config.rollout_length, min(config.updates_per_chunk, 20)
     state = make_init(agent, env, config.num_envs, mesh, T)(jax.random.PRNGKey(0))
     chunk = make_chunk(agent, env, T, updates, mesh)
     rollout = make_rollout(agent, env, T)
@@ -160,8 +159,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--tasks", nargs="+", choices=sorted(TASKS), default=list(TASKS))
-    parser.add_argument("--seconds", type=float, help="wall-clock budget per task")
+    parser.add_argument(
+        "--tasks", nargs="+", choices=sorted(TASKS), default=["catch", "cartpole"]
+    )  # fmt: skip
+    parser.add_argument("--agents", nargs="+", default=["muzero", "ppo"])
+    parser.add_argument("--seconds", type=float, default=900.0, help="wall-clock budget per run")
+    parser.add_argument("--eval-every", type=int, default=20, help="evaluations per run")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--sebulba-steps", type=int, default=1_000_000, help="Sebulba envpool CartPole (0: skip)"
@@ -170,36 +173,28 @@ def main() -> None:
     import jax
 
     device = jax.devices()[0].device_kind
-    rows = []
+    print(f"## Anakin, 1 device ({device}), seed {args.seed}: each agent's preset for the task")
+    print(
+        f"{'task':>16} {'agent':>6} {'layout':>14} {'SPS':>9} {'compile s':>9} {'target':>6} "
+        f"{'to target s':>11} {'at steps':>10} {'wall s':>7} {'steps':>10} {'train ret':>9} "
+        f"{'eval ret':>8} {'search':>6}"
+    )
     for name in args.tasks:
-        env, target, budget = TASKS[name]
-        config = anakin_config(env, args.seconds or budget, seed=args.seed)
-        r = learn(config, target)
-        r["act_share"] = acting_share(config)
-        rows.append((name, target, r))
-
-    m = anakin_config("catch", 1).agent_config  # the MuZeroConfig defaults
-    print(
-        f"## MuZero on Anakin, 1 device ({device}): {ANAKIN['num_envs']} envs x "
-        f"{ANAKIN['rollout_length']} steps per rollout; "
-        f"{m.search.policy} search, {m.search.num_simulations} simulations; "
-        f"replay {m.replay.capacity} sequences, {m.replay.updates_per_rollout} x "
-        f"{m.replay.sequences_per_update} sampled per rollout"
-    )
-    print(
-        f"{'task':>9} {'FPS':>7} {'compile s':>9} {'target':>6} {'to target s':>11} "
-        f"{'at steps':>10} {'wall s':>7} {'steps':>10} {'train ret':>9} {'eval ret':>8} "
-        f"{'search':>6} {'learning':>8}"
-    )
-    for name, target, r in rows:
-        steps = f"{r['reached_steps']:,}" if r["reached_steps"] else "-"
-        print(
-            f"{name:>9} {r['fps']:>7,.0f} {r['compile_s']:>9.1f} {target:>6g} "
-            f"{r['reached_s']:>11.0f} {steps:>10} {r['wall_s']:>7.0f} {r['steps']:>10,} "
-            f"{r['train_return']:>9.2f} {r['eval_return']:>8.2f} "
-            f"{r['act_share']:>6.0%} {1 - r['act_share']:>8.0%}",
-            flush=True,
-        )
+        env, target, episodes, max_steps = TASKS[name]
+        for agent in args.agents:
+            config = anakin_config(env, agent, args.seconds, args.eval_every, episodes,
+                                   max_steps, seed=args.seed)  # fmt: skip
+            r = learn(config, target)
+            share = acting_share(config) if agent == "muzero" else math.nan
+            steps = f"{r['reached_steps']:,}" if r["reached_steps"] else "-"
+            layout = f"{config.num_envs}x{config.rollout_length}"
+            print(
+                f"{name:>16} {agent:>6} {layout:>14} {r['sps']:>9,.0f} {r['compile_s']:>9.1f} "
+                f"{target:>6g} {r['reached_s']:>11.0f} {steps:>10} {r['wall_s']:>7.0f} "
+                f"{r['steps']:>10,} {r['train_return']:>9.2f} {r['eval_return']:>8.2f} "
+                f"{'' if math.isnan(share) else f'{share:.0%}':>6}",
+                flush=True,
+            )
 
     if args.sebulba_steps:
         r = sebulba(args.sebulba_steps, args.seed)
