@@ -363,6 +363,7 @@ def test_scale_gradient_and_latent_normalisation():
         (dict(value_support=(-1, 1, 5)), "value_support"),
         (dict(hidden_sizes=(8, 0)), "hidden_sizes"),
         (dict(value_cost=-1.0), "value_cost"),
+        (dict(entropy_cost=-0.01), "entropy_cost"),
         (dict(num_action_samples=0), "num_action_samples"),
         (dict(value_bootstrap="target"), "value_bootstrap"),
         (dict(exploration_epsilon=1.5), "exploration_epsilon"),
@@ -504,17 +505,38 @@ def test_sampled_update_fits_the_sampled_policy_target(random_trajectory, vector
 @pytest.mark.parametrize("spec", ["discrete", "box"])
 def test_reports_the_prior_entropy(spec, vector_spec, random_trajectory):
     """The prior's entropy at observed states: the categorical's, or the Gaussian's (sum
-    of log-std + (1 + log 2 pi) / 2 over dims); a metric, not part of the loss."""
+    of log-std + (1 + log 2 pi) / 2 over dims); `entropy_cost` times it comes off the
+    loss, and its gradient raises the entropy."""
     env_spec, config = (vector_spec, SMALL) if spec == "discrete" else (BOX, SAMPLED)
     if spec == "discrete":
         traj = random_trajectory(vector_spec, T, B, extras=envpool_trajectory_extras())
     else:
         traj = sampled_trajectory(random_trajectory, vector_spec)
     agent = make_muzero(env_spec, config)
-    _, metrics = agent.loss(agent.init(jax.random.key(0)), traj, jax.random.key(0))
+    params = agent.init(jax.random.key(0))
+    loss, metrics = agent.loss(params, traj, jax.random.key(0))
     # Zero-initialised heads: a uniform categorical, a unit Gaussian per action dim.
     uniform = np.log(A) if spec == "discrete" else 2 * 0.5 * (1 + np.log(2 * np.pi))
     np.testing.assert_allclose(metrics["agent/prior_entropy"], uniform, rtol=1e-5)
+
+    bonus = make_muzero(env_spec, dataclasses.replace(config, entropy_cost=0.5))
+    loss_b, metrics_b = bonus.loss(params, traj, jax.random.key(0))
+    np.testing.assert_allclose(loss_b, loss - 0.5 * uniform, rtol=1e-5)
+
+    # Only the bonus's gradient: a step along it raises the (sharpened) prior's entropy.
+    sharp = jax.tree.map(lambda x: x, params)
+    head = sharp["params"]["policy_head"]
+    head["bias"] = head["bias"] + jnp.linspace(-2.0, 2.0, head["bias"].shape[-1])
+    only = make_muzero(
+        env_spec,
+        dataclasses.replace(
+            config, entropy_cost=1.0, value_cost=0.0, reward_cost=0.0, policy_cost=0.0
+        ),
+    )
+    grads, before = jax.grad(lambda p: only.loss(p, traj, jax.random.key(0)), has_aux=True)(sharp)
+    stepped = jax.tree.map(lambda p, g: p - 0.1 * g, sharp, grads)
+    _, after = only.loss(stepped, traj, jax.random.key(0))
+    assert after["agent/prior_entropy"] > before["agent/prior_entropy"] + 1e-3
 
 
 def envpool_trajectory_extras(seed=0):

@@ -321,6 +321,10 @@ class MuZeroConfig:
     value_cost: float = 0.5
     reward_cost: float = 1.0
     policy_cost: float = 1.0
+    # An entropy bonus on the prior at the observed states: the search's policy target
+    # starts from the prior's logits, so a prior that has grown sharp stays sharp (the
+    # collapse of `benchmarks/results/muzero_tuning.md`); the bonus holds it back.
+    entropy_cost: float = 0.0
     max_grad_norm: float | None = 10.0
     # Acting: a uniformly random action with this probability (the policy target is still
     # the search's); keeps every action in the data where the search policy is sharp.
@@ -346,7 +350,7 @@ class MuZeroConfig:
         check_int(self, "num_unroll_steps", "td_steps", "latent_size", "num_action_samples")
         check_range(self, "gamma", 0.0, 1.0)
         check_range(self, "exploration_epsilon", 0.0, 1.0)
-        for name in ("value_cost", "reward_cost", "policy_cost"):
+        for name in ("value_cost", "reward_cost", "policy_cost", "entropy_cost"):
             check_range(self, name, 0.0, float("inf"))
         check_choice(self, "torso", TORSOS)
         check_choice(self, "value_bootstrap", ("network", "search"))

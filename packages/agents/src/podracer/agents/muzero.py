@@ -19,8 +19,9 @@ Acting runs `podracer.search.search` on every step; `extras` carry the search po
   nothing is learned. Positions whose transition is envpool's dummy reset learn nothing.
 
 Losses are cross-entropies: to two-hot encodings of the (h-scaled) value and reward
-targets on their `DiscreteSupport`s, and to the search policy. Unrolled steps are
-weighted 1/K and the gradient through each dynamics step is halved (MuZero, appendix G).
+targets on their `DiscreteSupport`s, and to the search policy; `entropy_cost` (0 by
+default) subtracts that times the prior's entropy at the observed states. Unrolled steps
+are weighted 1/K and the gradient through each dynamics step is halved (MuZero, appendix G).
 
 In an action box the agent is Sampled MuZero (Hubert et al., 2021): the prior is a
 diagonal Gaussian over pre-squash actions u, the search (`podracer.search.sampled_search`)
@@ -305,6 +306,10 @@ def muzero_loss(
         + config.policy_cost * policy_loss
         + config.reward_cost * reward_loss
     )
+    # Left out of the program at 0 (not multiplied by 0): a term of the same value still
+    # changes XLA's fusions and the floating point of the run (muzero_tuning.md, Catch).
+    if not (isinstance(config.entropy_cost, int | float) and config.entropy_cost == 0):
+        total = total - config.entropy_cost * prior_entropy
     search_policy = trajectory.extras["policy"][:-1]
     metrics = {
         "losses/value": value_loss,
