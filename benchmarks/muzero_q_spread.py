@@ -33,7 +33,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from podracer.agents.muzero import muzero_network
-    from podracer.agents.muzero_networks import MuZeroNetwork
+    from podracer.agents.muzero_networks import make_model
     from podracer.envs import make
     from podracer.runs.config import register_sources
     from podracer.runs.source import load
@@ -47,7 +47,9 @@ def main() -> None:
     agent, params, config = loaded.agent, loaded.params, loaded.agent.config
     if agent.name != "muzero" or not env.spec.is_discrete:
         raise SystemExit("muzero_q_spread: a MuZero run on discrete actions, please")
-    net = muzero_network(env.spec, config)
+    # The model the agent searches with: categorical heads decoded to scalars.
+    model = make_model(muzero_network(env.spec, config), config.value_support,
+                       config.reward_support, config.gamma)  # fmt: skip
     n = args.envs
 
     @jax.jit
@@ -62,21 +64,14 @@ def main() -> None:
 
     @jax.jit
     def one_step_q(observation):
-        latent = net.apply(params, observation, method=MuZeroNetwork.represent)
-        prior_logits, value_logits = net.apply(params, latent, method=MuZeroNetwork.predict)
+        latent = model.representation(params, observation)
+        root = model.prediction(params, latent)
         q = []
         for a in range(env.spec.num_actions):
             action = jnp.full(observation.shape[:1], a, jnp.int32)
-            reward_logits, next_latent = net.apply(
-                params, latent, action, method=MuZeroNetwork.dynamics
-            )
-            _, next_value_logits = net.apply(params, next_latent, method=MuZeroNetwork.predict)
-            q.append(
-                config.reward_support.logits_to_scalar(reward_logits)
-                + config.gamma * config.value_support.logits_to_scalar(next_value_logits)
-            )
-        value = config.value_support.logits_to_scalar(value_logits)
-        return jnp.stack(q, -1), value, jax.nn.softmax(prior_logits)
+            out = model.dynamics(params, latent, action)
+            q.append(out.reward + out.discount * model.prediction(params, out.next_latent).value)
+        return jnp.stack(q, -1), root.value, jax.nn.softmax(root.logits)
 
     key = jax.random.PRNGKey(args.seed)
     carry = jax.vmap(env.reset)(jax.random.split(key, n))
