@@ -59,4 +59,7 @@ LAYOUTS: dict[tuple[str, str], dict[str, Any]] = {
     ("impala", "control"): dict(
         num_envs=32, rollout_length=16, updates_per_chunk=100, total_env_steps=1_000_000
     ),
+    ("muzero", "control"): dict(
+        num_envs=8, rollout_length=16, updates_per_chunk=20, total_env_steps=250_000
+    ),
 }

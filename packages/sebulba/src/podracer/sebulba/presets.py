@@ -27,6 +27,7 @@ LAYOUTS: dict[tuple[str, str], dict[str, Any]] = {
     ("pqn", "MountainCar-v0"): dict(envs_per_thread=32, rollout_length=64, total_env_steps=500_000),
     ("pqn", "catch"): dict(envs_per_thread=128, rollout_length=16, total_env_steps=409_600),
     ("ppo", "control"): dict(envs_per_thread=32, rollout_length=16, total_env_steps=1_000_000),
+    ("muzero", "control"): dict(envs_per_thread=8, rollout_length=16, total_env_steps=250_000),
     ("ppo", "mujoco"): dict(envs_per_thread=8, rollout_length=256, total_env_steps=1_000_000),
     ("impala", "control"): dict(envs_per_thread=32, rollout_length=16, total_env_steps=1_000_000),
 }
