@@ -14,6 +14,7 @@ from podracer.agents import bootstrap_values
 from podracer.agents import boundaries
 from podracer.agents import make_agent
 from podracer.agents import make_muzero
+from podracer.agents.muzero import muzero_network
 from podracer.agents.muzero import n_step_returns
 from podracer.agents.muzero import sampled_policy_cross_entropy
 from podracer.agents.muzero import scaled_actions
@@ -349,6 +350,24 @@ def test_scale_gradient_and_latent_normalisation():
     np.testing.assert_allclose(scale_gradient(x, 0.5), x)
     np.testing.assert_allclose(jax.grad(lambda y: jnp.sum(scale_gradient(y, 0.5)))(x), 0.5)
     np.testing.assert_allclose(normalize_latent(x), [0.0, 1.0, 0.5])
+    # Layer norm: mean 2, variance 2/3 (plus the epsilon), no learnt scale or bias.
+    np.testing.assert_allclose(
+        normalize_latent(x, "layer_norm"), (x - 2.0) / np.sqrt(2 / 3 + 1e-5), rtol=1e-6
+    )
+
+
+def test_latent_norm_reaches_representation_and_dynamics(vector_spec, cheap_init):
+    config = dataclasses.replace(SMALL, latent_norm="layer_norm")
+    agent = make_muzero(vector_spec, config)
+    params = cheap_init(agent.init, jax.random.key(0), scale=0.5)
+    net = muzero_network(vector_spec, config)
+    obs = jax.random.normal(jax.random.key(1), (4, *vector_spec.observation_shape))
+    latent = net.apply(params, obs, method=MuZeroNetwork.represent)
+    action = jnp.zeros(4, jnp.int32)
+    _, next_latent = net.apply(params, latent, action, method=MuZeroNetwork.dynamics)
+    for z in (latent, next_latent):
+        np.testing.assert_allclose(z.mean(-1), 0.0, atol=1e-5)
+        np.testing.assert_allclose(z.var(-1), 1.0, rtol=1e-3)
 
 
 @pytest.mark.parametrize(
@@ -366,6 +385,7 @@ def test_scale_gradient_and_latent_normalisation():
         (dict(entropy_cost=-0.01), "entropy_cost"),
         (dict(num_action_samples=0), "num_action_samples"),
         (dict(value_bootstrap="target"), "value_bootstrap"),
+        (dict(latent_norm="batch_norm"), "latent_norm"),
         (dict(exploration_epsilon=1.5), "exploration_epsilon"),
         (dict(replay={"capacity": 64}), "replay"),
     ],

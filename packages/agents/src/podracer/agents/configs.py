@@ -23,6 +23,8 @@ from podracer.search.config import SearchConfig
 
 Torso = Literal["auto", "mlp", "minatar_cnn", "nature_cnn", "impala_resnet"]
 TORSOS = ("auto", "mlp", "minatar_cnn", "nature_cnn", "impala_resnet")
+LatentNorm = Literal["min_max", "layer_norm"]
+LATENT_NORMS = ("min_max", "layer_norm")
 Core = Literal["none", "lstm", "gru"]
 CORES = ("none", "lstm", "gru")
 
@@ -315,6 +317,9 @@ class MuZeroConfig:
     torso: Torso = "auto"
     torso_hidden_sizes: tuple[int, ...] = (64,)  # mlp torso only
     latent_size: int = 64
+    # How representation and dynamics normalise each latent: "min_max" to [0, 1] (MuZero's)
+    # or "layer_norm" to zero mean and unit variance (doubled Breakout-MinAtar at 3e6).
+    latent_norm: LatentNorm = "min_max"
     # Dynamics and prediction MLPs: with one layer the reward model stayed
     # action-independent on Catch.
     hidden_sizes: tuple[int, ...] = (128, 128)
@@ -354,6 +359,7 @@ class MuZeroConfig:
             check_range(self, name, 0.0, float("inf"))
         check_choice(self, "torso", TORSOS)
         check_choice(self, "value_bootstrap", ("network", "search"))
+        check_choice(self, "latent_norm", LATENT_NORMS)
         if not isinstance(self.replay, ReplayConfig):
             fail(self, "replay", "a podracer.agents.ReplayConfig")
         if not isinstance(self.search, SearchConfig):

@@ -199,6 +199,7 @@ def muzero_network(spec: EnvSpec, config: MuZeroConfig) -> MuZeroNetwork:
         hidden_sizes=config.hidden_sizes,
         value_bins=config.value_support.num_bins,
         reward_bins=config.reward_support.num_bins,
+        latent_norm=config.latent_norm,
     )
 
 

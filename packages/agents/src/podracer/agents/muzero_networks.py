@@ -1,7 +1,8 @@
 """MuZero's three networks in one flax module, and their glue to `podracer.search`.
 
 * representation: observation -> latent `[..., L]` (MLP torso for vectors, the IMPALA
-  ResNet for frames), min-max normalised to [0, 1] per example (MuZero appendix G);
+  ResNet for frames), normalised per example: min-max scaled to [0, 1] (MuZero appendix
+  G) or layer-normalised to zero mean and unit variance (`latent_norm`);
 * dynamics: (latent, one-hot action) -> (reward logits `[..., R]`, next latent `[..., L]`);
 * prediction: latent -> (policy logits `[..., A]`, value logits `[..., V]`).
 
@@ -23,6 +24,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from podracer.agents.configs import LatentNorm
 from podracer.agents.networks import MLP
 from podracer.agents.networks import Torso
 from podracer.agents.policy import Gaussian
@@ -33,8 +35,18 @@ from podracer.search import PredictionOutput
 from podracer.search import SampledMuZeroModel
 
 
-def normalize_latent(x: jax.Array) -> jax.Array:
-    """Min-max scales each latent `[..., L]` to [0, 1] (MuZero, appendix G)."""
+def normalize_latent(x: jax.Array, kind: LatentNorm = "min_max") -> jax.Array:
+    """Each latent `[..., L]` min-max scaled to [0, 1] (MuZero, appendix G) or, with
+    `kind="layer_norm"`, to zero mean and unit variance (no learnt scale or bias).
+
+    Both keep the latent's scale fixed where dynamics feeds it back to itself. Min-max
+    pins two units of every latent at 0 and 1 and takes its scale from those two; layer
+    norm takes it from all of them. On Breakout-MinAtar the layer norm doubled MuZero's
+    return at 3e6 steps (`benchmarks/results/muzero_tuning.md`).
+    """
+    if kind == "layer_norm":
+        mean = jnp.mean(x, axis=-1, keepdims=True)
+        return (x - mean) * jax.lax.rsqrt(jnp.var(x, axis=-1, keepdims=True) + 1e-5)
     low = jnp.min(x, axis=-1, keepdims=True)
     high = jnp.max(x, axis=-1, keepdims=True)
     return (x - low) / jnp.maximum(high - low, 1e-8)
@@ -57,6 +69,7 @@ class MuZeroNetwork(nn.Module):
     value_bins: int = 51
     reward_bins: int = 21
     action_size: int = 0  # continuous only: D, the flattened action's size
+    latent_norm: LatentNorm = "min_max"  # for representation and dynamics
 
     def setup(self):
         self.encoder = Torso(self.torso, self.observation_ndim, self.torso_hidden_sizes, "relu")
@@ -79,7 +92,7 @@ class MuZeroNetwork(nn.Module):
 
     def represent(self, observation: jax.Array) -> jax.Array:
         """`[..., *obs_shape]` -> latent `[..., L]`."""
-        return normalize_latent(self.encoder_out(self.encoder(observation)))
+        return normalize_latent(self.encoder_out(self.encoder(observation)), self.latent_norm)
 
     def dynamics(self, latent: jax.Array, action: jax.Array) -> tuple[jax.Array, jax.Array]:
         """(latent `[..., L]`, action `[...]` int or `[..., D]` in [-1, 1]) -> (reward logits
@@ -89,7 +102,7 @@ class MuZeroNetwork(nn.Module):
         else:
             encoded = jax.nn.one_hot(action, self.num_actions, dtype=latent.dtype)
         h = self.dynamics_mlp(jnp.concatenate([latent, encoded], axis=-1))
-        return self.reward_head(h), normalize_latent(self.dynamics_out(h))
+        return self.reward_head(h), normalize_latent(self.dynamics_out(h), self.latent_norm)
 
     def predict(self, latent: jax.Array) -> tuple[jax.Array, jax.Array]:
         """latent `[..., L]` -> (policy logits `[..., A]` or Gaussian `[..., 2, D]`, value
