@@ -14,6 +14,7 @@ from podracer.agents import bootstrap_values
 from podracer.agents import boundaries
 from podracer.agents import make_agent
 from podracer.agents import make_muzero
+from podracer.agents.muzero import consistency_similarity
 from podracer.agents.muzero import muzero_network
 from podracer.agents.muzero import n_step_returns
 from podracer.agents.muzero import sampled_policy_cross_entropy
@@ -278,6 +279,66 @@ def test_priority_is_the_mean_value_error_of_each_sequence(
     np.testing.assert_allclose(jax.jit(agent.priority)(params, traj), expected, rtol=1e-5)
 
 
+def test_consistency_loss_by_hand(vector_spec, make_timestep, ref, cheap_init):
+    """EfficientZero's term, by a loop over (t, b, k): from each learnable position, unroll
+    the actions taken while no episode has ended; -cos(predictor(projection(unrolled)),
+    projection(represent(observation[t+k]))), averaged as the reward loss is."""
+    config = dataclasses.replace(SMALL, consistency_cost=2.0)
+    agent = make_muzero(vector_spec, config)
+    params = cheap_init(agent.init, jax.random.key(0), scale=0.5)
+    net = muzero_network(vector_spec, config)
+    traj = envpool_trajectory(make_timestep)  # column 0: a termination and a truncation
+    total, metrics = jax.jit(agent.loss)(params, traj, jax.random.key(0))
+    ts = traj.timestep
+    b = ref.bookkeeping(ts, np.zeros((T + 1, B)), None, config.gamma)
+    obs, action, K = np.asarray(ts.observation), np.asarray(traj.action), SMALL.num_unroll_steps
+
+    def call(method, *args):
+        return jax.tree.map(np.asarray, net.apply(params, *args, method=method))
+
+    def cos(x, y):
+        return float(x @ y / np.linalg.norm(x) / np.linalg.norm(y))
+
+    expected, terms = 0.0, 0
+    for j in range(B):
+        for t in range(T):
+            if not b["mask"][t, j]:
+                continue
+            end = next((s for s in range(t, T) if b["cut"][s, j]), T)
+            latent = call(MuZeroNetwork.represent, obs[t, j])
+            for k in range(1, K + 1):
+                if t + k > end:  # transition t+k-1 crossed an episode end, or past T
+                    break
+                _, latent = call(MuZeroNetwork.dynamics, latent, action[t + k - 1, j])
+                unrolled = call(MuZeroNetwork.project, latent)
+                predicted = call(MuZeroNetwork.predict_projection, unrolled)
+                observed = call(MuZeroNetwork.project, call(MuZeroNetwork.represent, obs[t + k, j]))
+                expected -= cos(predicted, observed) / K
+                terms += 1
+    expected /= b["mask"].sum()
+    assert 0 < terms < T * B * K  # the episode ends and the trajectory's end cut some
+    np.testing.assert_allclose(metrics["losses/consistency"], expected, rtol=1e-4, atol=1e-6)
+    # The term is added at its cost, and the observed branch takes no gradient.
+    without = dataclasses.replace(config, consistency_cost=1e-30)
+    other, _ = jax.jit(make_muzero(vector_spec, without).loss)(params, traj, jax.random.key(0))
+    np.testing.assert_allclose(total - other, 2.0 * expected, rtol=1e-4, atol=1e-6)
+    observed = jax.grad(
+        lambda z: jnp.sum(consistency_similarity(net, params, jnp.ones_like(z), z))
+    )(jnp.ones((3, SMALL.latent_size)))
+    np.testing.assert_array_equal(observed, 0.0)
+
+
+def test_consistency_heads_only_when_trained(vector_spec):
+    def has_heads(cost):
+        agent = make_muzero(vector_spec, dataclasses.replace(SMALL, consistency_cost=cost))
+        shapes = jax.eval_shape(agent.init, jax.random.key(0))
+        return any(
+            "projection" in jax.tree_util.keystr(p) for p, _ in jax.tree.leaves_with_path(shapes)
+        )
+
+    assert not has_heads(0.0) and has_heads(2.0)
+
+
 def test_replay_weights_scale_each_sequence_loss(agent, params, make_timestep):
     traj = envpool_trajectory(make_timestep)
     loss = jax.jit(lambda t: agent.loss(params, t, jax.random.key(0))[0])
@@ -386,6 +447,7 @@ def test_latent_norm_reaches_representation_and_dynamics(vector_spec, cheap_init
         (dict(num_action_samples=0), "num_action_samples"),
         (dict(value_bootstrap="target"), "value_bootstrap"),
         (dict(latent_norm="batch_norm"), "latent_norm"),
+        (dict(consistency_cost=-2.0), "consistency_cost"),
         (dict(exploration_epsilon=1.5), "exploration_epsilon"),
         (dict(replay={"capacity": 64}), "replay"),
     ],

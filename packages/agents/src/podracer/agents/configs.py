@@ -330,6 +330,11 @@ class MuZeroConfig:
     # starts from the prior's logits, so a prior that has grown sharp stays sharp (the
     # collapse of `benchmarks/results/muzero_tuning.md`); the bonus holds it back.
     entropy_cost: float = 0.0
+    # EfficientZero's temporal consistency (Ye et al., 2021; it uses 2): each unrolled
+    # latent's projection, through a predictor, is pulled towards the projection of the
+    # representation of the observation it stands for (negative cosine, that branch
+    # stopped). It shapes the latent where rewards and values say little (-1 per step).
+    consistency_cost: float = 0.0
     max_grad_norm: float | None = 10.0
     # Acting: a uniformly random action with this probability (the policy target is still
     # the search's); keeps every action in the data where the search policy is sharp.
@@ -355,7 +360,8 @@ class MuZeroConfig:
         check_int(self, "num_unroll_steps", "td_steps", "latent_size", "num_action_samples")
         check_range(self, "gamma", 0.0, 1.0)
         check_range(self, "exploration_epsilon", 0.0, 1.0)
-        for name in ("value_cost", "reward_cost", "policy_cost", "entropy_cost"):
+        costs = ("value_cost", "reward_cost", "policy_cost", "entropy_cost", "consistency_cost")
+        for name in costs:
             check_range(self, name, 0.0, float("inf"))
         check_choice(self, "torso", TORSOS)
         check_choice(self, "value_bootstrap", ("network", "search"))

@@ -22,6 +22,10 @@ Losses are cross-entropies: to two-hot encodings of the (h-scaled) value and rew
 targets on their `DiscreteSupport`s, and to the search policy; `entropy_cost` (0 by
 default) subtracts that times the prior's entropy at the observed states. Unrolled steps
 are weighted 1/K and the gradient through each dynamics step is halved (MuZero, appendix G).
+With `consistency_cost` (0 by default), EfficientZero's temporal consistency: unroll step
+k >= 1 from t also gives the negative cosine between the predictor on the projection of
+its latent and the stopped projection of `represent(observation[t+k])`, where the policy
+is learned (no episode end between).
 
 In an action box the agent is Sampled MuZero (Hubert et al., 2021): the prior is a
 diagonal Gaussian over pre-squash actions u, the search (`podracer.search.sampled_search`)
@@ -179,6 +183,11 @@ def sampled_policy_cross_entropy(
     return -jnp.sum(weights * gaussian_log_prob(Gaussian(mean, log_std), samples), axis=-1)
 
 
+def _is_zero(cost) -> bool:
+    """A cost that is the Python number 0 (not a swept array): its term is left out."""
+    return isinstance(cost, int | float) and cost == 0
+
+
 def scaled_actions(spec: EnvSpec, action: chex.Array) -> chex.Array:
     """Env actions `[..., *action_shape]` in the box -> `[..., D]` in [-1, 1] (what the
     continuous dynamics takes: tanh of the pre-squash sample)."""
@@ -200,6 +209,8 @@ def muzero_network(spec: EnvSpec, config: MuZeroConfig) -> MuZeroNetwork:
         value_bins=config.value_support.num_bins,
         reward_bins=config.reward_support.num_bins,
         latent_norm=config.latent_norm,
+        # A swept cost is an array: the heads are built for every member then.
+        consistency=not _is_zero(config.consistency_cost),
     )
 
 
@@ -239,9 +250,9 @@ def unroll_cross_entropies(
 ) -> tuple[chex.Array, ...]:
     """Value and policy `[K+1, T, B]` and reward `[K, T, B]` cross-entropies of the model
     unrolled K steps from the latents `[T, B, L]` with the actions taken, the gradient
-    through each dynamics step halved (MuZero, appendix G); and the prior's entropy
-    `[T, B]` at the observed states."""
-    value_ce, policy_ce, reward_ce = [], [], []
+    through each dynamics step halved (MuZero, appendix G); the prior's entropy `[T, B]`
+    at the observed states; and the unrolled latents `[K, T, B, L]`."""
+    value_ce, policy_ce, reward_ce, unrolled = [], [], [], []
     for k in range(config.num_unroll_steps + 1):  # K is small and static
         policy_logits, value_logits = net.apply(params, latent, method=MuZeroNetwork.predict)
         if k == 0:
@@ -265,8 +276,32 @@ def unroll_cross_entropies(
         )
         reward_probs = config.reward_support.scalar_to_probs(targets.reward[k])
         reward_ce.append(_cross_entropy(reward_probs, reward_logits))
+        unrolled.append(latent)
         latent = scale_gradient(latent, 0.5)
-    return jnp.stack(value_ce), jnp.stack(policy_ce), jnp.stack(reward_ce), entropy
+    return (
+        jnp.stack(value_ce),
+        jnp.stack(policy_ce),
+        jnp.stack(reward_ce),
+        entropy,
+        jnp.stack(unrolled),
+    )
+
+
+def consistency_similarity(
+    net: MuZeroNetwork, params, unrolled: chex.Array, observed: chex.Array
+) -> chex.Array:
+    """EfficientZero's temporal consistency `[...]`: the cosine similarity between the
+    predictor on the projection of the unrolled latents `[..., L]` and the projection of
+    the observed ones `[..., L]` (the representations of the observations they stand for),
+    with no gradient through the observed branch (SimSiam)."""
+    projection = net.apply(params, unrolled, method=MuZeroNetwork.project)
+    predicted = net.apply(params, projection, method=MuZeroNetwork.predict_projection)
+    target = jax.lax.stop_gradient(net.apply(params, observed, method=MuZeroNetwork.project))
+
+    def unit(x):
+        return x / jnp.maximum(jnp.linalg.norm(x, axis=-1, keepdims=True), 1e-8)
+
+    return jnp.sum(unit(predicted) * unit(target), axis=-1)
 
 
 def muzero_loss(
@@ -286,7 +321,7 @@ def muzero_loss(
         trajectory = trajectory._replace(action=scaled_actions(spec, trajectory.action))
     latents, _, g, bounds = value_targets(net, model, config, spec.can_truncate, params, trajectory)
     targets = jax.lax.stop_gradient(unroll_targets(trajectory, g, bounds, num_unroll))
-    value_ce, policy_ce, reward_ce, entropy = unroll_cross_entropies(
+    value_ce, policy_ce, reward_ce, entropy, unrolled = unroll_cross_entropies(
         net, config, params, latents[:-1], targets
     )
     count = jnp.maximum(jnp.sum(bounds.mask.astype(jnp.float32)), 1.0)
@@ -309,8 +344,18 @@ def muzero_loss(
     )
     # Left out of the program at 0 (not multiplied by 0): a term of the same value still
     # changes XLA's fusions and the floating point of the run (muzero_tuning.md, Catch).
-    if not (isinstance(config.entropy_cost, int | float) and config.entropy_cost == 0):
+    if not _is_zero(config.entropy_cost):
         total = total - config.entropy_cost * prior_entropy
+    extra_metrics = {}
+    if net.consistency:
+        num_steps = bounds.mask.shape[0]
+        observed = jnp.stack(
+            [_window(latents, k, num_steps, 0.0) for k in range(1, num_unroll + 1)]
+        )
+        similarity = consistency_similarity(net, params, unrolled, observed)  # [K, T, B]
+        consistency_loss = weighted(-similarity, targets.policy_mask[1:], 1.0 / num_unroll)
+        total = total + config.consistency_cost * consistency_loss
+        extra_metrics["losses/consistency"] = consistency_loss
     search_policy = trajectory.extras["policy"][:-1]
     metrics = {
         "losses/value": value_loss,
@@ -322,6 +367,7 @@ def muzero_loss(
         "agent/search_policy_entropy": masked_mean(
             categorical_entropy(jnp.log(jnp.maximum(search_policy, 1e-30))), bounds.mask
         ),
+        **extra_metrics,
     }
     return total, metrics
 

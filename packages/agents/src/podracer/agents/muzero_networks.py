@@ -4,7 +4,10 @@
   ResNet for frames), normalised per example: min-max scaled to [0, 1] (MuZero appendix
   G) or layer-normalised to zero mean and unit variance (`latent_norm`);
 * dynamics: (latent, one-hot action) -> (reward logits `[..., R]`, next latent `[..., L]`);
-* prediction: latent -> (policy logits `[..., A]`, value logits `[..., V]`).
+* prediction: latent -> (policy logits `[..., A]`, value logits `[..., V]`);
+* with `consistency`, EfficientZero's SimSiam heads (Ye et al., 2021): a projection of a
+  latent and a predictor on the projection, for the loss that pulls each unrolled latent
+  towards the representation of the observation it stands for.
 
 For continuous actions (`num_actions=None`, Sampled MuZero) dynamics takes the action as
 a vector `[..., D]` scaled to [-1, 1], and the policy is a diagonal Gaussian over
@@ -70,6 +73,7 @@ class MuZeroNetwork(nn.Module):
     reward_bins: int = 21
     action_size: int = 0  # continuous only: D, the flattened action's size
     latent_norm: LatentNorm = "min_max"  # for representation and dynamics
+    consistency: bool = False  # the projection and predictor heads (only when trained)
 
     def setup(self):
         self.encoder = Torso(self.torso, self.observation_ndim, self.torso_hidden_sizes, "relu")
@@ -84,10 +88,20 @@ class MuZeroNetwork(nn.Module):
         policy_size = self.num_actions or 2 * self.action_size
         self.policy_head = nn.Dense(policy_size, kernel_init=zeros)
         self.value_head = nn.Dense(self.value_bins, kernel_init=zeros)
+        if self.consistency:
+            # EfficientZero's sizes, scaled down: LayerNorm where it has BatchNorm.
+            width = self.hidden_sizes[-1] if self.hidden_sizes else self.latent_size
+            self.projection_mlp = MLP((width,), "relu", layer_norm=True)
+            self.projection_out = nn.Dense(self.latent_size)
+            self.predictor_mlp = MLP((width,), "relu", layer_norm=True)
+            self.predictor_out = nn.Dense(self.latent_size)
 
     def __call__(self, observation: jax.Array, action: jax.Array):
-        """Touches every layer (for `init`): one representation, prediction, dynamics."""
+        """Touches every layer (for `init`): one representation, prediction, dynamics (and
+        the consistency heads)."""
         latent = self.represent(observation)
+        if self.consistency:
+            self.predict_projection(self.project(latent))
         return self.predict(latent), self.dynamics(latent, action)
 
     def represent(self, observation: jax.Array) -> jax.Array:
@@ -112,6 +126,14 @@ class MuZeroNetwork(nn.Module):
         if self.num_actions is None:
             policy = policy.reshape(*policy.shape[:-1], 2, self.action_size)
         return policy, self.value_head(h)
+
+    def project(self, latent: jax.Array) -> jax.Array:
+        """latent `[..., L]` -> its projection `[..., L]` (consistency only)."""
+        return self.projection_out(self.projection_mlp(latent))
+
+    def predict_projection(self, projection: jax.Array) -> jax.Array:
+        """The predictor on a projection, applied to the unrolled branch only (SimSiam)."""
+        return self.predictor_out(self.predictor_mlp(projection))
 
 
 def make_model(
