@@ -333,7 +333,8 @@ class MuZeroConfig:
     # EfficientZero's temporal consistency (Ye et al., 2021; it uses 2): each unrolled
     # latent's projection, through a predictor, is pulled towards the projection of the
     # representation of the observation it stands for (negative cosine, that branch
-    # stopped). It shapes the latent where rewards and values say little (-1 per step).
+    # stopped). It shapes the latent where rewards say little; it did not help Acrobot or
+    # Breakout-MinAtar at 1.2e6 steps (benchmarks/results/muzero_tuning.md).
     consistency_cost: float = 0.0
     max_grad_norm: float | None = 10.0
     # Acting: a uniformly random action with this probability (the policy target is still

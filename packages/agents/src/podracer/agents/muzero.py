@@ -51,6 +51,7 @@ from typing import NamedTuple
 import chex
 import jax
 import jax.numpy as jnp
+import optax
 
 from podracer.agents import returns
 from podracer.agents.configs import MuZeroConfig
@@ -297,11 +298,7 @@ def consistency_similarity(
     projection = net.apply(params, unrolled, method=MuZeroNetwork.project)
     predicted = net.apply(params, projection, method=MuZeroNetwork.predict_projection)
     target = jax.lax.stop_gradient(net.apply(params, observed, method=MuZeroNetwork.project))
-
-    def unit(x):
-        return x / jnp.maximum(jnp.linalg.norm(x, axis=-1, keepdims=True), 1e-8)
-
-    return jnp.sum(unit(predicted) * unit(target), axis=-1)
+    return optax.cosine_similarity(predicted, target, epsilon=1e-8)
 
 
 def muzero_loss(
