@@ -14,6 +14,7 @@ from podracer.agents import bootstrap_values
 from podracer.agents import boundaries
 from podracer.agents import make_agent
 from podracer.agents import make_muzero
+from podracer.agents import novelty
 from podracer.agents.muzero import consistency_similarity
 from podracer.agents.muzero import muzero_network
 from podracer.agents.muzero import n_step_returns
@@ -336,6 +337,43 @@ def test_consistency_heads_only_when_trained(vector_spec):
     assert not has_heads(0.0) and has_heads(2.0)
 
 
+def test_novelty_bonus_joins_the_rewards_and_trains_the_predictor_only(vector_spec, make_timestep):
+    """With `novelty_weight`, the loss is MuZero's on the trajectory whose rewards carry
+    the weight times each step's bonus, plus the predictor's error. An update merges the
+    batch into the statistics first, then moves the predictor and the model, never the
+    fixed network; the model's initialisation is the one without the bonus."""
+    config = dataclasses.replace(SMALL, novelty_weight=0.7)
+    agent, plain = make_muzero(vector_spec, config), make_muzero(vector_spec, SMALL)
+    params = agent.init(jax.random.key(0))
+    chex.assert_trees_all_equal(params["params"], plain.init(jax.random.key(0))["params"])
+    traj = envpool_trajectory(make_timestep)  # column 0: a termination and a truncation
+    ts = traj.timestep
+    assert ts.final_observation is None  # envpool's layout: each step's own observation
+    errors = novelty.prediction_errors(params, ts.observation, 1)
+    bonus = errors / np.sqrt(params[novelty.ERROR_KEY]["var"] + 1e-8)
+    by_hand = traj._replace(timestep=ts._replace(reward=ts.reward + 0.7 * bonus))
+    mask = np.asarray(ts.transition_mask[1:])
+    predictor_loss = np.sum(np.asarray(errors[1:]) * mask) / mask.sum()
+    total, metrics = jax.jit(agent.loss)(params, traj, jax.random.key(0))
+    expected, _ = jax.jit(plain.loss)(params, by_hand, jax.random.key(0))
+    np.testing.assert_allclose(total, expected + predictor_loss, rtol=1e-5)
+    np.testing.assert_allclose(metrics["losses/novelty"], predictor_loss, rtol=1e-5)
+    assert metrics["agent/novelty_bonus"] > 0
+
+    opt_state = agent.optimizer.init(params)
+    stepped, _, _ = jax.jit(agent.update)(params, opt_state, traj, jax.random.key(0))
+    observed = novelty.observe(params, ts.observation[1:], 1, ts.transition_mask[1:])
+    for key in (novelty.OBS_KEY, novelty.ERROR_KEY):
+        chex.assert_trees_all_close(stepped[key], observed[key], rtol=1e-6)
+    chex.assert_trees_all_equal(stepped[novelty.TARGET_KEY], params[novelty.TARGET_KEY])
+    moved = lambda key: jax.tree.leaves(  # noqa: E731
+        jax.tree.map(lambda a, b: bool(np.any(a != b)), stepped[key], params[key])
+    )
+    # Every predictor weight; the model's zero-initialised heads (only they have a
+    # gradient at the first step).
+    assert all(moved(novelty.PREDICTOR_KEY)) and any(moved("params"))
+
+
 def test_replay_weights_scale_each_sequence_loss(agent, params, make_timestep):
     traj = envpool_trajectory(make_timestep)
     loss = jax.jit(lambda t: agent.loss(params, t, jax.random.key(0))[0])
@@ -445,6 +483,7 @@ def test_latent_norm_reaches_representation_and_dynamics(vector_spec, cheap_init
         (dict(value_bootstrap="target"), "value_bootstrap"),
         (dict(latent_norm="batch_norm"), "latent_norm"),
         (dict(consistency_cost=-2.0), "consistency_cost"),
+        (dict(novelty_weight=-1.0), "novelty_weight"),
         (dict(exploration_epsilon=1.5), "exploration_epsilon"),
         (dict(replay={"capacity": 64}), "replay"),
     ],

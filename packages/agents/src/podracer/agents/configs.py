@@ -336,6 +336,12 @@ class MuZeroConfig:
     # stopped). It shapes the latent where rewards say little; it did not help Acrobot or
     # Breakout-MinAtar at 1.2e6 steps (benchmarks/results/muzero_tuning.md).
     consistency_cost: float = 0.0
+    # Random network distillation's novelty bonus (Burda et al., 2019; 0: off): this
+    # weight times the predictor's normalised error on the next observation is added to
+    # every reward the model and the value learn (`podracer.agents.novelty`). Where every
+    # step pays -1 until a goal (Acrobot, MountainCar), random play gives the value
+    # nothing to learn and the bonus is what sets states apart.
+    novelty_weight: float = 0.0
     max_grad_norm: float | None = 10.0
     # Acting: a uniformly random action with this probability (the policy target is still
     # the search's); keeps every action in the data where the search policy is sharp.
@@ -361,7 +367,8 @@ class MuZeroConfig:
         check_int(self, "num_unroll_steps", "td_steps", "latent_size", "num_action_samples")
         check_range(self, "gamma", 0.0, 1.0)
         check_range(self, "exploration_epsilon", 0.0, 1.0)
-        costs = ("value_cost", "reward_cost", "policy_cost", "entropy_cost", "consistency_cost")
+        costs = ("value_cost", "reward_cost", "policy_cost", "entropy_cost", "consistency_cost",
+                 "novelty_weight")  # fmt: skip
         for name in costs:
             check_range(self, name, 0.0, float("inf"))
         check_choice(self, "torso", TORSOS)

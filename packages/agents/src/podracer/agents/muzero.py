@@ -25,7 +25,11 @@ are weighted 1/K and the gradient through each dynamics step is halved (MuZero, 
 With `consistency_cost` (0 by default), EfficientZero's temporal consistency: unroll step
 k >= 1 from t also gives the negative cosine between the predictor on the projection of
 its latent and the stopped projection of `represent(observation[t+k])`, where the policy
-is learned (no episode end between).
+is learned (no episode end between). With `novelty_weight` (0 by default), random network
+distillation's bonus (`podracer.agents.novelty`) on the observation each transition led
+to joins its reward, weighted, before any target is built (value, reward and the
+priorities alike), and the predictor's error joins the loss; each update first merges
+its batch into the bonus's running statistics.
 
 In an action box the agent is Sampled MuZero (Hubert et al., 2021): the prior is a
 diagonal Gaussian over pre-squash actions u, the search (`podracer.search.sampled_search`)
@@ -53,6 +57,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from podracer.agents import novelty
 from podracer.agents import returns
 from podracer.agents.configs import MuZeroConfig
 from podracer.agents.learn import make_optimizer
@@ -63,6 +68,7 @@ from podracer.agents.muzero_networks import make_model
 from podracer.agents.muzero_networks import make_sampled_model
 from podracer.agents.muzero_networks import scale_gradient
 from podracer.agents.networks import resolve_torso
+from podracer.agents.normalization import frozen_statistics
 from podracer.agents.policy import Gaussian
 from podracer.agents.policy import categorical_entropy
 from podracer.agents.policy import gaussian_entropy
@@ -458,6 +464,11 @@ def make_muzero(
     net = muzero_network(spec, config)
     model = make_model(net, config.value_support, config.reward_support, config.gamma)
     optimizer = make_optimizer(config.learning_rate, config.max_grad_norm)
+    # A swept weight is an array: the bonus's networks are built for every member then.
+    with_novelty = not _is_zero(config.novelty_weight)
+    obs_ndim = len(spec.observation_shape)
+    if with_novelty:
+        optimizer = frozen_statistics(optimizer, novelty.FROZEN_KEYS)
     if config.search.policy == "gumbel":
         greedy_search = dataclasses.replace(config.search, gumbel_scale=0.0)
     else:
@@ -471,12 +482,31 @@ def make_muzero(
 
     def init(key):
         obs = jnp.zeros((1, *spec.observation_shape), spec.observation_dtype)
-        return net.init(key, obs, jnp.zeros((1, *net_action_shape), jnp.dtype(action_dtype)))
+        params = net.init(key, obs, jnp.zeros((1, *net_action_shape), jnp.dtype(action_dtype)))
+        if with_novelty:  # its own key: the model's initialisation is the same either way
+            params = {**params, **novelty.init_novelty(jax.random.fold_in(key, 1), obs.shape[1:])}
+        return params
+
+    def reached(ts):
+        """The observation each step's transition led to `[T+1, B, ...]`: the episode's
+        last where the env reset within the step, else the step's own (envpool resets on
+        the next step and gives no `final_observation`)."""
+        return ts.observation if ts.final_observation is None else ts.final_observation
+
+    def rewarded(params, trajectory: Trajectory):
+        """The trajectory with the novelty bonus of the observation each transition led
+        to added to its reward, and the predictor's errors `[T+1, B]`."""
+        ts = trajectory.timestep
+        errors = novelty.prediction_errors(params, reached(ts), obs_ndim)
+        reward = ts.reward + config.novelty_weight * novelty.novelty_bonus(params, errors)
+        return trajectory._replace(timestep=ts._replace(reward=reward)), errors
 
     targets = functools.partial(value_targets, net, model, config, spec.can_truncate)
 
     def priority(params, trajectory: Trajectory):
         """Mean |value - n-step target| over each sequence's learnable positions: `[B]`."""
+        if with_novelty:
+            trajectory, _ = rewarded(params, trajectory)
         _, values, g, bounds = targets(params, trajectory)
         mask = bounds.mask.astype(jnp.float32)
         error = jnp.abs(values[:-1] - g[:-1]) * mask
@@ -484,7 +514,29 @@ def make_muzero(
 
     def loss(params, trajectory: Trajectory, key: chex.PRNGKey):
         del key
-        return muzero_loss(net, model, config, spec, params, trajectory)
+        if not with_novelty:
+            return muzero_loss(net, model, config, spec, params, trajectory)
+        augmented, errors = rewarded(params, trajectory)
+        total, metrics = muzero_loss(net, model, config, spec, params, augmented)
+        mask = trajectory.timestep.transition_mask[1:]
+        predictor_loss = masked_mean(errors[1:], mask)
+        bonus = augmented.timestep.reward[1:] - trajectory.timestep.reward[1:]
+        metrics = {
+            **metrics,
+            "losses/novelty": predictor_loss,
+            "agent/novelty_bonus": masked_mean(bonus, mask),
+        }
+        return total + predictor_loss, metrics
+
+    descend = sgd_update(loss, optimizer)
+
+    def update(params, opt_state, trajectory: Trajectory, key, reduce_grads=lambda x: x):
+        if with_novelty:  # before the step: the bonus is on the scale of what it has seen
+            ts = trajectory.timestep
+            params = novelty.observe(
+                params, reached(ts)[1:], obs_ndim, ts.transition_mask[1:], reduce_grads
+            )
+        return descend(params, opt_state, trajectory, key, reduce_grads)
 
     return Agent(
         name="muzero",
@@ -495,7 +547,7 @@ def make_muzero(
         greedy_act=greedy_act,
         loss=loss,
         optimizer=optimizer,
-        update=sgd_update(loss, optimizer),
+        update=update,
         replay=config.replay if config.replay.enabled else None,
         priority=priority,
     )

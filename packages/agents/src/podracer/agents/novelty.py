@@ -1,0 +1,109 @@
+"""Random network distillation (Burda et al., 2019): a novelty bonus for exploration.
+
+A fixed, randomly initialised network f and a predictor g trained to match it on the
+observations the learner sees. The squared error |g(o) - f(o)|^2 (averaged over the
+embedding) stays large where the predictor has seen few observations like `o`, so an
+agent rewarded with it seeks states it has rarely visited: on tasks whose reward is -1 on
+every step until a goal (Acrobot, MountainCar) random play gives the value nothing to
+learn from, and the bonus is what sets states apart until the goal is found.
+
+As in the paper, observations are whitened by running statistics and clipped to [-5, 5]
+before both networks, and the bonus is the error divided by the running standard
+deviation of the errors seen so far (not centred): it starts on a unit scale whatever the
+observations, and shrinks as the predictor catches up.
+
+The networks and statistics are entries of the agent's params (`init_novelty`), next to
+the agent's own variables: actors and learner read the same ones, checkpoints carry them,
+and the optimizer trains the predictor only (`FROZEN_KEYS` for `frozen_statistics`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import chex
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from podracer.agents.networks import MLP
+from podracer.agents.networks import preprocess
+from podracer.agents.normalization import init_stats
+from podracer.agents.normalization import normalize
+from podracer.agents.normalization import update_stats
+from podracer.agents.types import ReduceFn
+
+TARGET_KEY, PREDICTOR_KEY = "rnd_target", "rnd_predictor"
+OBS_KEY, ERROR_KEY = "rnd_obs", "rnd_error"
+# What the optimizer leaves alone: the fixed network and the running statistics.
+FROZEN_KEYS = (TARGET_KEY, OBS_KEY, ERROR_KEY)
+OBS_CLIP = 5.0
+
+
+class NoveltyNet(nn.Module):
+    """The target's and the predictor's shape: a ReLU MLP on the flattened observation,
+    then a linear embedding `[..., embedding_size]`."""
+
+    hidden_sizes: Sequence[int] = (64, 64)
+    embedding_size: int = 32
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        return nn.Dense(self.embedding_size)(MLP(self.hidden_sizes, "relu")(x))
+
+
+def _flat(observation: chex.Array, observation_ndim: int) -> chex.Array:
+    x = preprocess(observation)
+    return x.reshape(x.shape[: x.ndim - observation_ndim] + (-1,))
+
+
+_NET = NoveltyNet()
+
+
+def init_novelty(key: chex.PRNGKey, observation_shape: tuple[int, ...]) -> dict[str, Any]:
+    """The params entries of the bonus: both networks (independent random draws) and the
+    observation and error statistics."""
+    target_key, predictor_key = jax.random.split(key)
+    dummy = jnp.zeros((1, *observation_shape), jnp.float32).reshape(1, -1)
+    return {
+        TARGET_KEY: _NET.init(target_key, dummy),
+        PREDICTOR_KEY: _NET.init(predictor_key, dummy),
+        OBS_KEY: init_stats((dummy.shape[-1],)),
+        ERROR_KEY: init_stats(()),
+    }
+
+
+def prediction_errors(
+    params: dict[str, Any],
+    observation: chex.Array,
+    observation_ndim: int,
+) -> chex.Array:
+    """The predictor's mean squared error against the fixed network `[...]` on whitened
+    `observation` `[..., *obs_shape]`; the gradient reaches the predictor only."""
+    x = normalize(params[OBS_KEY], _flat(observation, observation_ndim), OBS_CLIP)
+    target = jax.lax.stop_gradient(_NET.apply(params[TARGET_KEY], x))
+    return jnp.mean(jnp.square(_NET.apply(params[PREDICTOR_KEY], x) - target), axis=-1)
+
+
+def novelty_bonus(params: dict[str, Any], errors: chex.Array) -> chex.Array:
+    """Errors `[...]` over the running standard deviation of the errors: the bonus, no
+    gradient."""
+    scale = jnp.sqrt(params[ERROR_KEY]["var"] + 1e-8)
+    return jax.lax.stop_gradient(errors / scale)
+
+
+def observe(
+    params: dict[str, Any],
+    observation: chex.Array,
+    observation_ndim: int,
+    mask: chex.Array | None = None,
+    reduce: ReduceFn = lambda t: t,
+) -> dict[str, Any]:
+    """`params` with `observation` `[..., *obs_shape]` (where `mask` `[...]`) merged into
+    the observation statistics, then the predictor's errors on them, under the merged
+    statistics, into the error statistics (batch moments averaged with `reduce`)."""
+    flat = _flat(observation, observation_ndim)
+    params = {**params, OBS_KEY: update_stats(params[OBS_KEY], flat, reduce, mask)}
+    errors = prediction_errors(params, observation, observation_ndim)
+    return {**params, ERROR_KEY: update_stats(params[ERROR_KEY], errors, reduce, mask)}
