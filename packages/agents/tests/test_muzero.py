@@ -363,7 +363,7 @@ def test_novelty_bonus_joins_the_rewards_and_trains_the_predictor_only(vector_sp
     opt_state = agent.optimizer.init(params)
     stepped, _, _ = jax.jit(agent.update)(params, opt_state, traj, jax.random.key(0))
     observed = novelty.observe(params, ts.observation[1:], 1, ts.transition_mask[1:])
-    for key in (novelty.OBS_KEY, novelty.ERROR_KEY):
+    for key in (novelty.OBS_KEY, novelty.ERROR_KEY, novelty.UPDATES_KEY):
         chex.assert_trees_all_close(stepped[key], observed[key], rtol=1e-6)
     chex.assert_trees_all_equal(stepped[novelty.TARGET_KEY], params[novelty.TARGET_KEY])
     moved = lambda key: jax.tree.leaves(  # noqa: E731
@@ -372,6 +372,11 @@ def test_novelty_bonus_joins_the_rewards_and_trains_the_predictor_only(vector_sp
     # Every predictor weight; the model's zero-initialised heads (only they have a
     # gradient at the first step).
     assert all(moved(novelty.PREDICTOR_KEY)) and any(moved("params"))
+    # Faded over half of a 4-update run, 2 updates in: the bonus is gone from the loss.
+    faded = make_muzero(vector_spec, dataclasses.replace(config, novelty_fade=0.5), total_updates=4)
+    twice = {**params, novelty.UPDATES_KEY: {"count": jnp.float32(2.0)}}
+    _, metrics = jax.jit(faded.loss)(twice, traj, jax.random.key(0))
+    assert metrics["agent/novelty_bonus"] == 0.0
 
 
 def test_replay_weights_scale_each_sequence_loss(agent, params, make_timestep):
@@ -484,6 +489,7 @@ def test_latent_norm_reaches_representation_and_dynamics(vector_spec, cheap_init
         (dict(latent_norm="batch_norm"), "latent_norm"),
         (dict(consistency_cost=-2.0), "consistency_cost"),
         (dict(novelty_weight=-1.0), "novelty_weight"),
+        (dict(novelty_fade=1.5), "novelty_fade"),
         (dict(exploration_epsilon=1.5), "exploration_epsilon"),
         (dict(replay={"capacity": 64}), "replay"),
     ],

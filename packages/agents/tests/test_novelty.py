@@ -72,3 +72,20 @@ def test_target_and_predictor_are_independent_draws():
     a = novelty.NoveltyNet().apply(params[novelty.TARGET_KEY], x)
     b = novelty.NoveltyNet().apply(params[novelty.PREDICTOR_KEY], x)
     assert float(jnp.mean(jnp.square(a - b))) > 1e-3
+
+
+def test_faded_weight_falls_linearly_over_the_fraction_of_the_run():
+    params = novelty.init_novelty(jax.random.key(3), (3,))
+    assert float(params[novelty.UPDATES_KEY]["count"]) == 0.0
+    seen = jax.jit(novelty.observe, static_argnums=2)
+    for _ in range(3):
+        params = seen(params, jnp.ones((2, 2, 3)), 1)
+    assert float(params[novelty.UPDATES_KEY]["count"]) == 3.0
+    # 3 of a fade over 0.5 x 20 = 10 updates: 70% of the weight is left.
+    np.testing.assert_allclose(novelty.faded_weight(params, 2.0, 0.5, 20), 1.4, rtol=1e-6)
+    np.testing.assert_allclose(novelty.faded_weight(params, 2.0, 0.1, 20), 0.0)  # done
+    np.testing.assert_allclose(novelty.faded_weight(params, 2.0, 0.0, 20), 2.0)  # no fade
+    np.testing.assert_allclose(novelty.faded_weight(params, 2.0, 0.5, None), 2.0)  # unknown run
+    # Swept members (arrays) fade each by their own fraction.
+    got = novelty.faded_weight(params, jnp.array([2.0, 2.0]), jnp.array([0.0, 0.5]), 20)
+    np.testing.assert_allclose(got, [2.0, 1.4], rtol=1e-6)

@@ -342,6 +342,10 @@ class MuZeroConfig:
     # step pays -1 until a goal (Acrobot, MountainCar), random play gives the value
     # nothing to learn and the bonus is what sets states apart.
     novelty_weight: float = 0.0
+    # The fraction of the run's updates over which that weight falls linearly to 0 (0:
+    # constant). Once the bonus has led the agent to the goal, a fading bonus leaves the
+    # search to the task's own reward (Acrobot, benchmarks/results/muzero_tuning.md).
+    novelty_fade: float = 0.0
     max_grad_norm: float | None = 10.0
     # Acting: a uniformly random action with this probability (the policy target is still
     # the search's); keeps every action in the data where the search policy is sharp.
@@ -367,6 +371,7 @@ class MuZeroConfig:
         check_int(self, "num_unroll_steps", "td_steps", "latent_size", "num_action_samples")
         check_range(self, "gamma", 0.0, 1.0)
         check_range(self, "exploration_epsilon", 0.0, 1.0)
+        check_range(self, "novelty_fade", 0.0, 1.0)
         costs = ("value_cost", "reward_cost", "policy_cost", "entropy_cost", "consistency_cost",
                  "novelty_weight")  # fmt: skip
         for name in costs:

@@ -27,9 +27,10 @@ k >= 1 from t also gives the negative cosine between the predictor on the projec
 its latent and the stopped projection of `represent(observation[t+k])`, where the policy
 is learned (no episode end between). With `novelty_weight` (0 by default), random network
 distillation's bonus (`podracer.agents.novelty`) on the observation each transition led
-to joins its reward, weighted, before any target is built (value, reward and the
-priorities alike), and the predictor's error joins the loss; each update first merges
-its batch into the bonus's running statistics.
+to joins its reward, weighted (fading to 0 over the first `novelty_fade` of the run's
+updates), before any target is built (value, reward and the priorities alike), and the
+predictor's error joins the loss; each update first merges its batch into the bonus's
+running statistics.
 
 In an action box the agent is Sampled MuZero (Hubert et al., 2021): the prior is a
 diagonal Gaussian over pre-squash actions u, the search (`podracer.search.sampled_search`)
@@ -460,7 +461,7 @@ def _sampled_acting(
 def make_muzero(
     spec: EnvSpec, config: MuZeroConfig = MuZeroConfig(), total_updates: int | None = None
 ) -> Agent:
-    del total_updates  # constant learning rate
+    # total_updates: the novelty bonus's fade (the learning rate is constant)
     net = muzero_network(spec, config)
     model = make_model(net, config.value_support, config.reward_support, config.gamma)
     optimizer = make_optimizer(config.learning_rate, config.max_grad_norm)
@@ -498,7 +499,10 @@ def make_muzero(
         to added to its reward, and the predictor's errors `[T+1, B]`."""
         ts = trajectory.timestep
         errors = novelty.prediction_errors(params, reached(ts), obs_ndim)
-        reward = ts.reward + config.novelty_weight * novelty.novelty_bonus(params, errors)
+        weight = novelty.faded_weight(
+            params, config.novelty_weight, config.novelty_fade, total_updates
+        )
+        reward = ts.reward + weight * novelty.novelty_bonus(params, errors)
         return trajectory._replace(timestep=ts._replace(reward=reward)), errors
 
     targets = functools.partial(value_targets, net, model, config, spec.can_truncate)

@@ -36,8 +36,11 @@ from podracer.agents.types import ReduceFn
 
 TARGET_KEY, PREDICTOR_KEY = "rnd_target", "rnd_predictor"
 OBS_KEY, ERROR_KEY = "rnd_obs", "rnd_error"
-# What the optimizer leaves alone: the fixed network and the running statistics.
-FROZEN_KEYS = (TARGET_KEY, OBS_KEY, ERROR_KEY)
+# {"count": []}: how many batches `observe` has seen, a schedule's clock (a dict: flax
+# takes every top-level entry of the params for a collection of variables)
+UPDATES_KEY = "rnd_updates"
+# What the optimizer leaves alone: the fixed network, the statistics and the count.
+FROZEN_KEYS = (TARGET_KEY, OBS_KEY, ERROR_KEY, UPDATES_KEY)
 OBS_CLIP = 5.0
 
 
@@ -71,6 +74,7 @@ def init_novelty(key: chex.PRNGKey, observation_shape: tuple[int, ...]) -> dict[
         PREDICTOR_KEY: _NET.init(predictor_key, dummy),
         OBS_KEY: init_stats((dummy.shape[-1],)),
         ERROR_KEY: init_stats(()),
+        UPDATES_KEY: {"count": jnp.zeros((), jnp.float32)},
     }
 
 
@@ -102,8 +106,26 @@ def observe(
 ) -> dict[str, Any]:
     """`params` with `observation` `[..., *obs_shape]` (where `mask` `[...]`) merged into
     the observation statistics, then the predictor's errors on them, under the merged
-    statistics, into the error statistics (batch moments averaged with `reduce`)."""
+    statistics, into the error statistics (batch moments averaged with `reduce`), and
+    the batch counted."""
     flat = _flat(observation, observation_ndim)
     params = {**params, OBS_KEY: update_stats(params[OBS_KEY], flat, reduce, mask)}
     errors = prediction_errors(params, observation, observation_ndim)
-    return {**params, ERROR_KEY: update_stats(params[ERROR_KEY], errors, reduce, mask)}
+    return {
+        **params,
+        ERROR_KEY: update_stats(params[ERROR_KEY], errors, reduce, mask),
+        UPDATES_KEY: {"count": params[UPDATES_KEY]["count"] + 1.0},
+    }
+
+
+def faded_weight(
+    params: dict[str, Any], weight: Any, fade: Any, total_updates: int | None
+) -> chex.Array:
+    """`weight` falling linearly to 0 over the first `fade` (a fraction) of the run's
+    `total_updates`, by the batches counted so far; constant where `fade` is 0 or the
+    run's length is not known."""
+    if total_updates is None:
+        return jnp.asarray(weight, jnp.float32)
+    horizon = jnp.maximum(jnp.asarray(fade, jnp.float32) * total_updates, 1.0)
+    left = jnp.clip(1.0 - params[UPDATES_KEY]["count"] / horizon, 0.0, 1.0)
+    return weight * jnp.where(jnp.asarray(fade) > 0, left, 1.0)

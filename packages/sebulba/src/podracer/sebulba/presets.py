@@ -18,6 +18,9 @@ LAYOUTS: dict[tuple[str, str], dict[str, Any]] = {
     ("ppo", "Acrobot-v1"): dict(envs_per_thread=16, rollout_length=32, total_env_steps=500_000),
     ("muzero", "catch"): dict(envs_per_thread=32, rollout_length=16, total_env_steps=400_000),
     ("muzero", "classic"): dict(envs_per_thread=32, rollout_length=16, total_env_steps=1_000_000),
+    ("muzero", "Acrobot-v1"): dict(
+        envs_per_thread=32, rollout_length=16, total_env_steps=1_000_000
+    ),
     ("ppo", "minatar"): dict(envs_per_thread=64, rollout_length=128, total_env_steps=10_000_000),
     ("impala", "minatar"): dict(envs_per_thread=64, rollout_length=128, total_env_steps=10_000_000),
     ("impala", "atari"): dict(envs_per_thread=32, rollout_length=20, total_env_steps=10_000_000),
