@@ -488,22 +488,11 @@ def make_muzero(
             params = {**params, **novelty.init_novelty(jax.random.fold_in(key, 1), obs.shape[1:])}
         return params
 
-    def reached(ts):
-        """The observation each step's transition led to `[T+1, B, ...]`: the episode's
-        last where the env reset within the step, else the step's own (envpool resets on
-        the next step and gives no `final_observation`)."""
-        return ts.observation if ts.final_observation is None else ts.final_observation
-
     def rewarded(params, trajectory: Trajectory):
-        """The trajectory with the novelty bonus of the observation each transition led
-        to added to its reward, and the predictor's errors `[T+1, B]`."""
-        ts = trajectory.timestep
-        errors = novelty.prediction_errors(params, reached(ts), obs_ndim)
         weight = novelty.faded_weight(
             params, config.novelty_weight, config.novelty_fade, total_updates
         )
-        reward = ts.reward + weight * novelty.novelty_bonus(params, errors)
-        return trajectory._replace(timestep=ts._replace(reward=reward)), errors
+        return novelty.with_bonus(params, trajectory, weight, obs_ndim)
 
     targets = functools.partial(value_targets, net, model, config, spec.can_truncate)
 
@@ -532,15 +521,9 @@ def make_muzero(
         }
         return total + predictor_loss, metrics
 
-    descend = sgd_update(loss, optimizer)
-
-    def update(params, opt_state, trajectory: Trajectory, key, reduce_grads=lambda x: x):
-        if with_novelty:  # before the step: the bonus is on the scale of what it has seen
-            ts = trajectory.timestep
-            params = novelty.observe(
-                params, reached(ts)[1:], obs_ndim, ts.transition_mask[1:], reduce_grads
-            )
-        return descend(params, opt_state, trajectory, key, reduce_grads)
+    update = sgd_update(loss, optimizer)
+    if with_novelty:
+        update = novelty.observing(update, obs_ndim)
 
     return Agent(
         name="muzero",

@@ -129,3 +129,37 @@ def faded_weight(
     horizon = jnp.maximum(jnp.asarray(fade, jnp.float32) * total_updates, 1.0)
     left = jnp.clip(1.0 - params[UPDATES_KEY]["count"] / horizon, 0.0, 1.0)
     return weight * jnp.where(jnp.asarray(fade) > 0, left, 1.0)
+
+
+def reached_observations(timestep: Any) -> chex.Array:
+    """The observation each step's transition led to `[T+1, B, ...]`: the episode's last
+    where the env reset within the step, else the step's own (envpool resets on the next
+    step and gives no `final_observation`)."""
+    if timestep.final_observation is None:
+        return timestep.observation
+    return timestep.final_observation
+
+
+def with_bonus(
+    params: dict[str, Any], trajectory: Any, weight: Any, observation_ndim: int
+) -> tuple[Any, chex.Array]:
+    """`trajectory` `[T+1, B]` with `weight` times the bonus of the observation each
+    transition led to added to its reward, and the predictor's errors `[T+1, B]`."""
+    ts = trajectory.timestep
+    errors = prediction_errors(params, reached_observations(ts), observation_ndim)
+    reward = ts.reward + weight * novelty_bonus(params, errors)
+    return trajectory._replace(timestep=ts._replace(reward=reward)), errors
+
+
+def observing(update, observation_ndim: int):
+    """`update(params, opt_state, trajectory, key, reduce_grads)` after `observe` of the
+    trajectory's reached observations (its learnable transitions): the bonus the update
+    trains with is on the scale of what it has seen, this batch included."""
+
+    def observe_then_update(params, opt_state, trajectory, key, reduce_grads=lambda x: x):
+        ts = trajectory.timestep
+        reached = reached_observations(ts)[1:]
+        params = observe(params, reached, observation_ndim, ts.transition_mask[1:], reduce_grads)
+        return update(params, opt_state, trajectory, key, reduce_grads)
+
+    return observe_then_update
