@@ -372,6 +372,14 @@ def test_novelty_bonus_joins_the_rewards_and_trains_the_predictor_only(vector_sp
     # Every predictor weight; the model's zero-initialised heads (only they have a
     # gradient at the first step).
     assert all(moved(novelty.PREDICTOR_KEY)) and any(moved("params"))
+    # With a window, the update's statistics weigh the batch against the last 5 errors.
+    windowed = make_muzero(vector_spec, dataclasses.replace(config, novelty_window=5.0))
+    long_seen = {**params[novelty.ERROR_KEY], "count": jnp.float32(1e3)}
+    long_seen = {**params, novelty.ERROR_KEY: long_seen}
+    stepped, _, _ = jax.jit(windowed.update)(long_seen, opt_state, traj, jax.random.key(0))
+    observed = novelty.observe(long_seen, ts.observation[1:], 1, ts.transition_mask[1:], window=5.0)
+    chex.assert_trees_all_close(stepped[novelty.ERROR_KEY], observed[novelty.ERROR_KEY], rtol=1e-6)
+    assert float(stepped[novelty.ERROR_KEY]["count"]) == 5.0 + float(mask.sum())
     # Faded over half of a 4-update run, 2 updates in: the bonus is gone from the loss.
     faded = make_muzero(vector_spec, dataclasses.replace(config, novelty_fade=0.5), total_updates=4)
     twice = {**params, novelty.UPDATES_KEY: {"count": jnp.float32(2.0)}}
@@ -490,6 +498,7 @@ def test_latent_norm_reaches_representation_and_dynamics(vector_spec, cheap_init
         (dict(consistency_cost=-2.0), "consistency_cost"),
         (dict(novelty_weight=-1.0), "novelty_weight"),
         (dict(novelty_fade=1.5), "novelty_fade"),
+        (dict(novelty_window=-1.0), "novelty_window"),
         (dict(exploration_epsilon=1.5), "exploration_epsilon"),
         (dict(replay={"capacity": 64}), "replay"),
     ],

@@ -89,3 +89,30 @@ def test_faded_weight_falls_linearly_over_the_fraction_of_the_run():
     # Swept members (arrays) fade each by their own fraction.
     got = novelty.faded_weight(params, jnp.array([2.0, 2.0]), jnp.array([0.0, 0.5]), 20)
     np.testing.assert_allclose(got, [2.0, 1.4], rtol=1e-6)
+
+
+def test_a_window_weighs_the_latest_errors():
+    """With a window the error statistics' count is capped there before a batch merges:
+    a batch of n errors weighs n / (window + n) however many came before; 0 keeps all."""
+    rng = np.random.default_rng(4)
+    params = novelty.init_novelty(jax.random.key(4), (3,))
+    f32 = jnp.float32
+    params[novelty.ERROR_KEY] = {"mean": f32(1.0), "var": f32(4.0), "count": f32(1e6)}
+    obs = jnp.asarray(rng.normal(size=(5, 2, 3)), jnp.float32)  # 10 errors
+    seen = novelty.observe(params, obs, 1)  # the observation statistics as `window` leaves them
+    errors = novelty.prediction_errors(seen, obs, 1)
+    capped = {**params[novelty.ERROR_KEY], "count": f32(100.0)}
+    got = novelty.observe(params, obs, 1, window=100.0)
+    chex.assert_trees_all_close(got[novelty.ERROR_KEY], update_stats(capped, errors), rtol=1e-6)
+    batch_mean = float(jnp.mean(errors))
+    np.testing.assert_allclose(  # the batch's share of the mean: 10 / 110
+        got[novelty.ERROR_KEY]["mean"], 1.0 + (batch_mean - 1.0) * 10 / 110, rtol=1e-5
+    )
+    assert float(got[novelty.ERROR_KEY]["count"]) == 110.0
+    # 0: every error so far (a million before these ten barely move the mean).
+    chex.assert_trees_all_close(
+        seen[novelty.ERROR_KEY], update_stats(params[novelty.ERROR_KEY], errors), rtol=1e-6
+    )
+    # Swept members (an array of windows) each keep their own.
+    swept = jax.vmap(lambda w: novelty.observe(params, obs, 1, window=w))(jnp.array([0.0, 100.0]))
+    np.testing.assert_allclose(swept[novelty.ERROR_KEY]["count"], [1e6 + 10, 110.0])

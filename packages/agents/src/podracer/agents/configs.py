@@ -346,6 +346,10 @@ class MuZeroConfig:
     # constant). Once the bonus has led the agent to the goal, a fading bonus leaves the
     # search to the task's own reward (Acrobot, benchmarks/results/muzero_tuning.md).
     novelty_fade: float = 0.0
+    # How many of the latest errors the bonus's scale (their standard deviation) weighs,
+    # about (0: every error so far). Where the predictor catches up within a few updates
+    # (MountainCar's two-dimensional observations) the all-time scale leaves no bonus.
+    novelty_window: float = 0.0
     max_grad_norm: float | None = 10.0
     # Acting: a uniformly random action with this probability (the policy target is still
     # the search's); keeps every action in the data where the search policy is sharp.
@@ -372,6 +376,7 @@ class MuZeroConfig:
         check_range(self, "gamma", 0.0, 1.0)
         check_range(self, "exploration_epsilon", 0.0, 1.0)
         check_range(self, "novelty_fade", 0.0, 1.0)
+        check_range(self, "novelty_window", 0.0, float("inf"))
         costs = ("value_cost", "reward_cost", "policy_cost", "entropy_cost", "consistency_cost",
                  "novelty_weight")  # fmt: skip
         for name in costs:

@@ -30,7 +30,7 @@ distillation's bonus (`podracer.agents.novelty`) on the observation each transit
 to joins its reward, weighted (fading to 0 over the first `novelty_fade` of the run's
 updates), before any target is built (value, reward and the priorities alike), and the
 predictor's error joins the loss; each update first merges its batch into the bonus's
-running statistics.
+running statistics (the error scale over the last `novelty_window` errors, where > 0).
 
 In an action box the agent is Sampled MuZero (Hubert et al., 2021): the prior is a
 diagonal Gaussian over pre-squash actions u, the search (`podracer.search.sampled_search`)
@@ -523,7 +523,7 @@ def make_muzero(
 
     update = sgd_update(loss, optimizer)
     if with_novelty:
-        update = novelty.observing(update, obs_ndim)
+        update = novelty.observing(update, obs_ndim, config.novelty_window)
 
     return Agent(
         name="muzero",

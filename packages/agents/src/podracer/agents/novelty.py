@@ -10,7 +10,12 @@ learn from, and the bonus is what sets states apart until the goal is found.
 As in the paper, observations are whitened by running statistics and clipped to [-5, 5]
 before both networks, and the bonus is the error divided by the running standard
 deviation of the errors seen so far (not centred): it starts on a unit scale whatever the
-observations, and shrinks as the predictor catches up.
+observations, and shrinks as the predictor catches up. With a `window`, that standard
+deviation weighs about the last `window` errors only (its count is capped there, so each
+new batch weighs batch / (window + batch) and older ones fade geometrically): where the
+predictor catches up within a few updates (MountainCar's two-dimensional observations)
+the all-time scale, set by the first large errors, leaves almost no bonus, and a window
+keeps it on the scale of the errors of now.
 
 The networks and statistics are entries of the agent's params (`init_novelty`), next to
 the agent's own variables: actors and learner read the same ones, checkpoints carry them,
@@ -103,17 +108,21 @@ def observe(
     observation_ndim: int,
     mask: chex.Array | None = None,
     reduce: ReduceFn = lambda t: t,
+    window: Any = 0,
 ) -> dict[str, Any]:
     """`params` with `observation` `[..., *obs_shape]` (where `mask` `[...]`) merged into
     the observation statistics, then the predictor's errors on them, under the merged
-    statistics, into the error statistics (batch moments averaged with `reduce`), and
-    the batch counted."""
+    statistics, into the error statistics (batch moments averaged with `reduce`; their
+    count first capped at `window` where it is > 0), and the batch counted."""
     flat = _flat(observation, observation_ndim)
     params = {**params, OBS_KEY: update_stats(params[OBS_KEY], flat, reduce, mask)}
     errors = prediction_errors(params, observation, observation_ndim)
+    stats = params[ERROR_KEY]
+    window = jnp.asarray(window, jnp.float32)  # an array where a sweep varies it
+    count = jnp.where(window > 0, jnp.minimum(stats["count"], window), stats["count"])
     return {
         **params,
-        ERROR_KEY: update_stats(params[ERROR_KEY], errors, reduce, mask),
+        ERROR_KEY: update_stats({**stats, "count": count}, errors, reduce, mask),
         UPDATES_KEY: {"count": params[UPDATES_KEY]["count"] + 1.0},
     }
 
@@ -151,15 +160,17 @@ def with_bonus(
     return trajectory._replace(timestep=ts._replace(reward=reward)), errors
 
 
-def observing(update, observation_ndim: int):
+def observing(update, observation_ndim: int, window: Any = 0):
     """`update(params, opt_state, trajectory, key, reduce_grads)` after `observe` of the
-    trajectory's reached observations (its learnable transitions): the bonus the update
-    trains with is on the scale of what it has seen, this batch included."""
+    trajectory's reached observations (its learnable transitions; the error scale over
+    `window`): the bonus the update trains with is on the scale of what it has seen, this
+    batch included."""
 
     def observe_then_update(params, opt_state, trajectory, key, reduce_grads=lambda x: x):
         ts = trajectory.timestep
         reached = reached_observations(ts)[1:]
-        params = observe(params, reached, observation_ndim, ts.transition_mask[1:], reduce_grads)
+        mask = ts.transition_mask[1:]
+        params = observe(params, reached, observation_ndim, mask, reduce_grads, window)
         return update(params, opt_state, trajectory, key, reduce_grads)
 
     return observe_then_update
