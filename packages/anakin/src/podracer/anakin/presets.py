@@ -35,6 +35,9 @@ LAYOUTS: dict[tuple[str, str], dict[str, Any]] = {
     ("muzero", "Acrobot-v1"): dict(
         num_envs=32, rollout_length=16, updates_per_chunk=50, total_env_steps=1_000_000
     ),
+    ("muzero", "MountainCar-v0"): dict(
+        num_envs=32, rollout_length=16, updates_per_chunk=50, total_env_steps=1_000_000
+    ),
     ("ppo", "minatar"): dict(
         num_envs=64, rollout_length=128, updates_per_chunk=10, total_env_steps=10_000_000
     ),

@@ -21,6 +21,9 @@ LAYOUTS: dict[tuple[str, str], dict[str, Any]] = {
     ("muzero", "Acrobot-v1"): dict(
         envs_per_thread=32, rollout_length=16, total_env_steps=1_000_000
     ),
+    ("muzero", "MountainCar-v0"): dict(
+        envs_per_thread=32, rollout_length=16, total_env_steps=1_000_000
+    ),
     ("ppo", "minatar"): dict(envs_per_thread=64, rollout_length=128, total_env_steps=10_000_000),
     ("impala", "minatar"): dict(envs_per_thread=64, rollout_length=128, total_env_steps=10_000_000),
     ("impala", "atari"): dict(envs_per_thread=32, rollout_length=20, total_env_steps=10_000_000),
