@@ -134,9 +134,12 @@ register_preset("muzero", "classic", Preset(
 # the value to learn anything: random network distillation's bonus (weight 10) leads the
 # agent there, fading to 0 over the first 60% of the run; 8 replay updates per rollout
 # (Catch's 4 left the seeds spread from -86 to -448) turn the goals found into values.
+_MUZERO_ACROBOT = MuZeroConfig(
+    novelty_weight=10.0, novelty_fade=0.6,
+    replay=dataclasses.replace(MuZeroConfig().replay, updates_per_rollout=8),
+)  # fmt: skip
 register_preset("muzero", "Acrobot-v1", Preset(
-    MuZeroConfig(novelty_weight=10.0, novelty_fade=0.6,
-                 replay=dataclasses.replace(MuZeroConfig().replay, updates_per_rollout=8)),
+    _MUZERO_ACROBOT,
     "the classic preset with a novelty bonus of 10 fading over 60% of the run and 8 replay "
     "updates per rollout: Anakin training -94.9 / -90.5 / -95.5, greedy -78.2 / -82.0 / "
     "-86.4 at 1e6 steps (seeds 0-2; every variant without the bonus stayed near -500) "
@@ -147,8 +150,7 @@ register_preset("muzero", "Acrobot-v1", Preset(
 # over the last 5e4 errors it stays near 2 per step and leads the car up the hill; it
 # fades over 60% of the run like Acrobot's, after which the goal is what the value seeks.
 register_preset("muzero", "MountainCar-v0", Preset(
-    MuZeroConfig(novelty_weight=10.0, novelty_fade=0.6, novelty_window=50_000.0,
-                 replay=dataclasses.replace(MuZeroConfig().replay, updates_per_rollout=8)),
+    dataclasses.replace(_MUZERO_ACROBOT, novelty_window=50_000.0),
     "Acrobot's preset with the bonus's scale over the last 5e4 errors: Anakin training "
     "-117.9 / -126.3 / -125.3, greedy -102.3 / -102.9 / -99.1 at 1e6 steps (seeds 0-2; "
     "over all errors the bonus vanished and every seed stayed at -200) "
