@@ -213,3 +213,15 @@ def test_cpu_actors_on_a_cpu_machine_are_the_default_layout(tiny):
     # Without an accelerator the CPU is the default backend: the same run as without it.
     result = train(tiny(actor_backend="cpu", total_env_steps=8 * 4 * 2))
     assert result.steps == 2 and np.isfinite(result.history[-1]["losses/total"])
+
+
+@pytest.mark.parametrize("actor_loop", ["xla", "python"])
+def test_the_run_ends_with_its_stage_breakdown(tiny, actor_loop, capsys):
+    train(tiny(actor_loop=actor_loop, total_env_steps=8 * 4 * 4))
+    line = next(x for x in capsys.readouterr().out.splitlines() if "stages" in x)
+    phases = ("env_and_inference",) if actor_loop == "xla" else ("env", "inference")
+    for phase in (*phases, "queue_put", "wait", "update", "publish", "actors busy"):
+        assert f"{phase} " in line, (phase, line)
+    # ms per rollout: every actor phase is a non-negative number.
+    actor = line.split("ms per rollout: ")[1].split(" |")[0]
+    assert all(float(part.rsplit(" ", 1)[1].replace(",", "")) >= 0 for part in actor.split(", "))

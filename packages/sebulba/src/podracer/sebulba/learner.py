@@ -222,4 +222,6 @@ def learn(
             run.log(row)
         run.maybe_record(learner.agent, state.params)
         run.maybe_save(spec, state)
+    if run.is_writer and metrics.stages():
+        print(f"{run.runtime}: {metrics.stages()}", flush=True)
     return state

@@ -30,6 +30,13 @@ class MetricAccumulator:
         self._num_processes = num_processes
         self.recent_return = math.nan  # the last mean episodic return seen
         self._recent_length = math.nan
+        # Whole-run seconds per stage, from the second update on (the first one's holds
+        # the compiles): the end-of-run breakdown (`stages`).
+        self._seen_updates = 0
+        self._run_actor: dict[str, float] = {}
+        self._run_learner: dict[str, float] = {}
+        self._run_rollouts = 0
+        self._run_updates = 0
         self._start()
 
     def _start(self) -> None:
@@ -68,6 +75,32 @@ class MetricAccumulator:
         self._learner["wait"] += wait_s
         self._learner["update"] += update_s
         self._learner["publish"] += publish_s
+        self._seen_updates += 1
+        if self._seen_updates > 1:
+            for r in rollouts:
+                for k, v in r.timing.items():
+                    self._run_actor[k] = self._run_actor.get(k, 0.0) + v
+            self._run_rollouts += len(rollouts)
+            self._run_updates += 1
+            for k, v in (("wait", wait_s), ("update", update_s), ("publish", publish_s)):
+                self._run_learner[k] = self._run_learner.get(k, 0.0) + v
+
+    def stages(self) -> str:
+        """Where the pipeline's time went over the run (compiles left out), one line:
+        each actor phase in ms per rollout (the threads' mean; phases add up to a
+        rollout's wall time) and each learner phase in ms per update. "" before the
+        second update."""
+        if not self._run_updates:
+            return ""
+        ms = lambda total, n: f"{1e3 * total / n:,.1f}"  # noqa: E731
+        actor = ", ".join(
+            f"{k} {ms(v, self._run_rollouts)}" for k, v in sorted(self._run_actor.items())
+        )
+        learner = ", ".join(f"{k} {ms(v, self._run_updates)}" for k, v in self._run_learner.items())
+        total = sum(self._run_actor.values())
+        idle = sum(self._run_actor.get(k, 0.0) for k in _ACTOR_IDLE)
+        busy = f"; actors busy {1 - idle / total:.0%}" if total > 0 else ""
+        return f"stages, ms per rollout: {actor} | ms per update: {learner}{busy}"
 
     def row(self) -> dict[str, float]:
         """The metrics since the previous row; starts the next one."""
