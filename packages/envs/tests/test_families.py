@@ -28,6 +28,8 @@ from podracer.envs import env_family
         ("envpool:Pong-v5", "atari"),
         ("envpool:Breakout-v5", "atari"),
         ("envpool:SpaceInvaders-v5", "atari"),
+        ("ale:Pong", "atari"),  # ale-py's native vector env, the same preprocessing
+        ("ale:MsPacman", "atari"),
         ("envpool:HalfCheetah-v4", "mujoco"),
         ("envpool:Hopper-v4", "mujoco"),
         ("envpool:Ant-v5", "mujoco"),  # a -v5 that is not an Atari game

@@ -3,6 +3,8 @@ and what `lazy_loader.attach_stub` in `__init__.py` imports on first use."""
 
 from .actions import action_space_fields as action_space_fields
 from .actions import clip_action as clip_action
+from .ale_env import AleEnv as AleEnv
+from .ale_env import make_ale as make_ale
 from .brax_env import BRAX_ENVS as BRAX_ENVS
 from .brax_env import BraxEnv as BraxEnv
 from .brax_env import BraxState as BraxState

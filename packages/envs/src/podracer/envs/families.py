@@ -2,13 +2,15 @@
 
     env_family("gymnax:Breakout-MinAtar") == "minatar"
     env_family("envpool:Pong-v5") == "atari"
+    env_family("ale:Pong") == "atari"
 
 Families: "catch" (this package's Catch); "minatar" (gymnax `*-MinAtar`); "classic"
 (discrete classic control: CartPole, Acrobot, MountainCar, from gymnax, envpool or
 gymnasium, and gymnax's other small bsuite/misc tasks); "control" (continuous classic
 control: Pendulum, MountainCarContinuous, from gymnax, envpool or gymnasium, and gymnax's
 continuous misc tasks PointRobot, Reacher, Swimmer); "atari" (envpool's ALE games,
-`*-v5`); "mujoco" (the gym MuJoCo tasks: Ant, HalfCheetah, Hopper, ..., from envpool or
+`*-v5`, and ale-py's native vector env, `ale:<Game>`: the same preprocessed stacks);
+"mujoco" (the gym MuJoCo tasks: Ant, HalfCheetah, Hopper, ..., from envpool or
 gymnasium); "brax"; "other" for any name outside these (no family preset applies), among
 them gymnasium's ALE ids (raw frames, not envpool's preprocessed stacks the atari presets
 expect), Craftax and Jumanji.
@@ -50,6 +52,8 @@ def env_family(name: str) -> str:
         if base in _CONTROL:
             return "control"
         return "mujoco" if base in _MUJOCO and "/" not in task else "other"
+    if source == "ale":
+        return "atari"
     if source == "brax":
         return "brax"
     if source == "gymnax":

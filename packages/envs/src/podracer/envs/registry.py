@@ -1,14 +1,15 @@
 """Environments by name: `make("catch")`, `make("gymnax:CartPole-v1")`, `make("brax:ant")`,
 `make("craftax:Craftax-Symbolic-v1")`, `make("jumanji:Snake-v1")`,
-`make_host("envpool:Pong-v5", num_envs=64)`, `make_host("gymnasium:CartPole-v1", 8)`,
-`make_host("catch", num_envs=8)`.
+`make_host("envpool:Pong-v5", num_envs=64)`, `make_host("ale:Pong", num_envs=64)`,
+`make_host("gymnasium:CartPole-v1", 8)`, `make_host("catch", num_envs=8)`.
 
 Built-in names are `<source>:<task>` (or "catch"). `make` builds a pure-JAX `JaxEnv`
 (Anakin): gymnax, brax, craftax (`CRAFTAX_ENVS`), jumanji (its registered ids). `make_host`
-builds a batched `HostEnv` (Sebulba): envpool's C++ pools, a gymnasium vector env of any
-id in gymnasium's registry (`gymnasium:<module>:<id>` imports the module that registers
-it first), or any `make` name run by `as_host_env`. envpool and gymnasium names are host
-only: `make` refuses them, naming the JaxEnv of the same task where there is one.
+builds a batched `HostEnv` (Sebulba): envpool's C++ pools, ale-py's native Atari vector
+env (`ale:<Game>`), a gymnasium vector env of any id in gymnasium's registry
+(`gymnasium:<module>:<id>` imports the module that registers it first), or any `make` name
+run by `as_host_env`. envpool, ale and gymnasium names are host only: `make` refuses them,
+naming the JaxEnv of the same task where there is one.
 
 Your own environments are found the same way, named one of three ways:
 
@@ -49,6 +50,7 @@ _BRAX = "brax:"
 _GYMNASIUM = "gymnasium:"
 _CRAFTAX = "craftax:"
 _JUMANJI = "jumanji:"
+_ALE = "ale:"
 _OWN_JAX_ENVS = ("catch",)
 _EXTRAS = {
     _GYMNAX: "gymnax",
@@ -57,9 +59,11 @@ _EXTRAS = {
     _GYMNASIUM: "gymnasium",
     _CRAFTAX: "craftax",
     _JUMANJI: "jumanji",
+    _ALE: "atari",
 }
+_MODULES = {_ALE: "ale_py"}  # an extra's module, where its name differs from the extra's
 _JAX_SOURCES = (_GYMNAX, _BRAX, _CRAFTAX, _JUMANJI)  # `make` names, also run by make_host
-_HOST_SOURCES = (_ENVPOOL, _GYMNASIUM)  # `make_host` names only
+_HOST_SOURCES = (_ENVPOOL, _GYMNASIUM, _ALE)  # `make_host` names only
 
 # envpool tasks that exist as a JaxEnv too, suggested when `make` is given the envpool one:
 # classic control in gymnax, and brax's versions of the gym MuJoCo tasks.
@@ -98,7 +102,7 @@ def _installed(module: str) -> bool:
 def _require(prefix: str, name: str) -> None:
     """Raises a one-line ImportError if the extra that `name` needs is not installed."""
     extra = _EXTRAS[prefix]
-    if not _installed(extra):
+    if not _installed(_MODULES.get(prefix, extra)):
         raise ImportError(
             f"{name} needs the {extra} extra, which is not installed: "
             f"pip install 'podracer-envs[{extra}]'"
@@ -129,6 +133,15 @@ def _gymnasium_names() -> list[str]:
     import gymnasium
 
     return [_GYMNASIUM + n for n in gymnasium.registry]
+
+
+def _ale_names() -> list[str]:
+    """ale-py's games, `ale:<Game>` (from its ROM list; no emulator is started)."""
+    if not _installed("ale_py"):
+        return []
+    from podracer.envs.ale_env import ale_games
+
+    return [_ALE + g for g in ale_games()]
 
 
 def _craftax_names() -> list[str]:
@@ -410,7 +423,7 @@ def list_envs(kind: str = "all") -> list[str]:
     own = sorted(registered_envs())
     if kind == "jax":
         return [*names, *own]
-    return [*names, *_envpool_names(), *_gymnasium_names(), *own]
+    return [*names, *_envpool_names(), *_ale_names(), *_gymnasium_names(), *own]
 
 
 def _close_matches(name: str, names: list[str]) -> list[str]:
@@ -493,11 +506,13 @@ def make(name: str, **kwargs: Any) -> JaxEnv:
 def make_host(
     name: str, num_envs: int, batch_size: int | None = None, seed: int = 0, **kwargs: Any
 ) -> HostEnv:
-    """A batched host environment by name: "envpool:<task>", "gymnasium:<id>", any `make`
-    name, or one of your own host envs (registered, an entry point, or "module:attr").
+    """A batched host environment by name: "envpool:<task>", "ale:<Game>", "gymnasium:<id>",
+    any `make` name, or one of your own host envs (registered, an entry point, or
+    "module:attr").
 
     `kwargs` go to `make_envpool` (e.g. `max_episode_steps`, `atari=AtariOptions(...)`,
-    `episodic_life=True`), to `make_gymnasium` (`vectorization_mode="async"` or "sync",
+    `episodic_life=True`), to `make_ale` (the same Atari options, `num_threads`,
+    `use_fire_reset`), to `make_gymnasium` (`vectorization_mode="async"` or "sync",
     `max_episode_steps`, the env constructor's arguments) or to `make` (a JaxEnv, then
     run by `as_host_env`).
     """
@@ -512,6 +527,11 @@ def make_host(
         if name[len(_ENVPOOL) :] not in _envpool_tasks():
             raise _unknown(name, list(_envpool_names()))
         return make_envpool(name[len(_ENVPOOL) :], num_envs, batch_size, seed, **kwargs)
+    if name.startswith(_ALE):
+        _require(_ALE, name)
+        from podracer.envs.ale_env import make_ale
+
+        return make_ale(name[len(_ALE) :], num_envs, batch_size, seed, **kwargs)
     if name.startswith(_GYMNASIUM):
         _require(_GYMNASIUM, name)
         from podracer.envs.gymnasium_env import make_gymnasium

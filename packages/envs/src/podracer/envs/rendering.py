@@ -16,7 +16,7 @@ What is drawn, from what:
   pendulum's cos/sin).
 * MinAtar (gymnax `*-MinAtar`): one colour per observation channel (the last active
   channel wins), each cell a square.
-* Atari (envpool `*-v5`): the newest frame of the stacked observation (a grey frame to
+* Atari (envpool `*-v5`, `ale:<Game>`): the newest frame of the stacked observation (a grey frame to
   RGB; a stack of 3k channels is read as k RGB frames, envpool's `gray_scale=False`).
 * Anything else with an image-like observation (`[H, W]`, `[H, W, C]`, `[C, H, W]`): a
   generic picture of it. Vector observations (MuJoCo, brax) have no picture: ValueError.
