@@ -1,10 +1,12 @@
-"""`gymnasium:<id>` host envs: spec, same-step auto-reset, statistics, async stepping, refusals."""
+"""`gymnasium:<id>` host envs: spec, same-step auto-reset, statistics, async stepping, native
+vector envs (next-step auto-reset), the cap on async workers, refusals."""
 
 import numpy as np
 import pytest
 
 gymnasium = pytest.importorskip("gymnasium")
 
+from podracer.envs import gymnasium_env  # noqa: E402
 from podracer.envs import list_envs  # noqa: E402
 from podracer.envs import make  # noqa: E402
 from podracer.envs import make_host  # noqa: E402
@@ -210,11 +212,122 @@ def test_refusals_are_one_line():
         make_host("gymnasium:CartPole-v1", num_envs=2, no_such_option=1)
     _one_line(e, "gymnasium:CartPole-v1", "no_such_option")
     with pytest.raises(ValueError) as e:
-        make_host("gymnasium:CartPole-v1", num_envs=2, vectorization_mode="vector_entry_point")
-    _one_line(e, "vectorization_mode", "'async', 'sync'")
+        make_host("gymnasium:CartPole-v1", num_envs=2, vectorization_mode="threads")
+    _one_line(e, "vectorization_mode", "'auto', 'vector_entry_point', 'async', 'sync'")
+    with pytest.raises(ValueError) as e:
+        make_host("gymnasium:Acrobot-v1", num_envs=2, vectorization_mode="vector_entry_point")
+    _one_line(e, "gymnasium:Acrobot-v1 has no vector entry point", "'sync' or 'async'")
+    with pytest.raises(ValueError) as e:
+        make_host(
+            "gymnasium:phys2d/CartPole-v1", num_envs=2, vectorization_mode="vector_entry_point"
+        )
+    _one_line(e, "JAX vector entry point")
     with pytest.raises(ValueError) as e:
         make_host("gymnasium:CartPole-v1", num_envs=2, max_episode_steps=0)
     _one_line(e, "max_episode_steps")
     with pytest.raises(ImportError) as e:
         make_host("gymnasium:no_such_module_xyz:Thing-v0", num_envs=2)
     _one_line(e, "no_such_module_xyz")
+
+
+def test_auto_picks_the_native_vector_env_where_the_id_has_one():
+    env = make_host("gymnasium:CartPole-v1", num_envs=3, max_episode_steps=7)
+    try:
+        assert env.vectorization_mode == "vector_entry_point"
+        assert type(env.envs).__name__ == "CartPoleVectorEnv"
+        assert env.spec == make_host("gymnasium:CartPole-v1", 3, vectorization_mode="sync",
+                                     max_episode_steps=7).spec  # fmt: skip
+    finally:
+        env.close()
+    # No native vector env (Acrobot), or a JAX one (phys2d): async workers.
+    for name in ("gymnasium:Acrobot-v1", "gymnasium:phys2d/CartPole-v1"):
+        env = make_host(name, num_envs=2)
+        env.close()
+        assert env.vectorization_mode == "async"
+
+
+def _first_episode(timesteps):
+    """Per env: the real transitions of its first episode, as comparable arrays."""
+    out = []
+    for i in range(timesteps[0].observation.shape[0]):
+        real = [ts for ts in timesteps[1:] if ts.transition_mask[i]]
+        end = next(t for t, ts in enumerate(real) if ts.done[i])
+        out.append({
+            field: np.stack([getattr(ts, field)[i] for ts in real[: end + 1]])
+            for field in ("reward", "terminated", "truncated", "episode_return",
+                          "episode_length", "episode_end", "final_observation")
+        })  # fmt: skip
+    return out
+
+
+def test_native_next_step_reset_agrees_with_the_sync_path():
+    actions = np.tile(np.array([[0, 1, 1], [0, 0, 1]], np.int32), (15, 1))  # [30, 3]
+    sync = make_host("gymnasium:CartPole-v1", 3, seed=2, vectorization_mode="sync",
+                     max_episode_steps=12)  # fmt: skip
+    native = make_host("gymnasium:CartPole-v1", 3, seed=2, max_episode_steps=12)
+    try:
+        runs = [[sync.reset()], [native.reset()]]
+        # The sync envs' starts (a native env draws its own from one generator).
+        native.envs.state = np.stack(sync.envs.get_attr("state"), axis=1)
+        for a in actions:
+            runs[0].append(sync.step(a))
+            runs[1].append(native.step(a))
+    finally:
+        sync.close()
+        native.close()
+    first_sync, first_native = _first_episode(runs[0]), _first_episode(runs[1])
+    ends = set()
+    for a, b in zip(first_sync, first_native, strict=True):
+        for field in a:
+            np.testing.assert_allclose(a[field], b[field], rtol=1e-5, err_msg=field)
+        ends.add((bool(a["terminated"][-1]), bool(a["truncated"][-1])))
+    assert ends == {(True, False), (False, True)}  # both kinds of end were compared
+    # The native path's reset step: first, neither terminated nor truncated, reward 0,
+    # not counted; the step that ends an episode shows its last observation.
+    steps = runs[1][1:]
+    done = np.stack([ts.done for ts in steps])
+    first = np.stack([ts.first for ts in steps])
+    np.testing.assert_array_equal(first[1:], done[:-1])
+    assert not first[0].any() and not (first & done).any() and done.sum() >= 4
+    np.testing.assert_array_equal(np.stack([ts.transition_mask for ts in steps]), ~first)
+    length = np.zeros(3, int)
+    for ts in steps:
+        assert (ts.reward[ts.first] == 0).all() and ts.final_observation is ts.observation
+        length = np.where(ts.first, 0, length + 1)
+        np.testing.assert_array_equal(ts.episode_length, length)
+        np.testing.assert_array_equal(ts.episode_return, length.astype(np.float32))
+        np.testing.assert_array_equal(ts.episode_end, ts.done)
+
+
+def test_native_async_protocol():
+    env = make_host("gymnasium:CartPole-v1", num_envs=2, max_episode_steps=3)
+    try:
+        env.async_reset()
+        ts, ids = env.recv()
+        assert ts.first.all() and not ts.done.any()
+        for t in range(1, 6):
+            env.send(np.zeros(2, np.int32), ids)
+            ts, ids = env.recv()
+            assert ts.truncated.all() == (t == 3) and ts.first.all() == (t == 4)
+        np.testing.assert_array_equal(ts.episode_length, 1)
+    finally:
+        env.close()
+
+
+def test_async_workers_are_capped_across_open_envs(monkeypatch):
+    monkeypatch.setattr(gymnasium_env, "max_async_workers", lambda: 3)
+    held = make_host("gymnasium:Acrobot-v1", num_envs=2, vectorization_mode="async")
+    try:
+        with pytest.raises(ValueError) as e:
+            make_host("gymnasium:Acrobot-v1", num_envs=2, vectorization_mode="async")
+        _one_line(e, "vectorization_mode='async'", "2 already running", "cap of 3",
+                  "vectorization_mode='sync'")  # fmt: skip
+        env = make_host("gymnasium:Acrobot-v1", num_envs=2)  # "auto": sync over the cap
+        env.close()
+        assert env.vectorization_mode == "sync"
+    finally:
+        held.close()
+    held.close()  # twice: counted once
+    env = make_host("gymnasium:Acrobot-v1", num_envs=3, vectorization_mode="async")
+    env.close()
+    assert gymnasium_env._async_workers == 0

@@ -5,7 +5,7 @@ Pure-JAX environments (`JaxEnv`, for Anakin): `make("catch")`, `make("gymnax:Car
 Host environments (`HostEnv`, for Sebulba): `make_host("envpool:Pong-v5", num_envs=64)`,
 `make_host("envpool:HalfCheetah-v4", 8)`, ale-py's Atari vector env
 (`make_host("ale:Pong", 64)`), any registered gymnasium id
-(`make_host("gymnasium:CartPole-v1", 8, vectorization_mode="async")`), or any JaxEnv
+(`make_host("gymnasium:CartPole-v1", 8)`, its native vector env where it has one), or any JaxEnv
 through `as_host_env` / `make_host("catch", num_envs=8)`. Your own envs:
 `register("corridor", factory)`, `make("my_pkg.envs:Corridor")`, or entry points of the
 group `podracer.envs` (`podracer.envs.registry`). Action spaces are

@@ -512,9 +512,9 @@ def make_host(
 
     `kwargs` go to `make_envpool` (e.g. `max_episode_steps`, `atari=AtariOptions(...)`,
     `episodic_life=True`), to `make_ale` (the same Atari options, `num_threads`,
-    `use_fire_reset`), to `make_gymnasium` (`vectorization_mode="async"` or "sync",
-    `max_episode_steps`, the env constructor's arguments) or to `make` (a JaxEnv, then
-    run by `as_host_env`).
+    `use_fire_reset`), to `make_gymnasium` (`vectorization_mode` "auto",
+    "vector_entry_point", "async" or "sync", `max_episode_steps`, the env constructor's
+    arguments) or to `make` (a JaxEnv, then run by `as_host_env`).
     """
     batch_size = check_sizes(num_envs, batch_size)
     entry = _user_entry(name)
