@@ -167,13 +167,15 @@ def _run_cli(config_cls: type, train: Callable[[Any], Any], argv: list[str] | No
         members = len({(r.get("member"), r.get("seed")) for r in result.history}) or 1
         kind = "members" if any("member" in r for r in result.history) else "seeds"
         over = f", mean of {members} {kind}" if members > 1 else ""
+        hits = result.compile_cache_hits
+        cached = f" ({hits} program{'s' * (hits != 1)} from the cache)" if hits else ""
         # SPS counts one member's env steps, as every row does; the sum over members too.
         each = f" each, {result.sps * members:,.0f} over all {members}" if members > 1 else ""
         print(
             f"{runtime}: {config.agent} on {config.env}"
             f"{' (interrupted)' if result.interrupted else ''}: {result.env_steps:,} env steps, "
-            f"{result.sps:,.0f} SPS{each} after {result.compile_seconds:.1f}s compile, final "
-            f"return {'n/a' if math.isnan(ret) else format_number(ret)} (last "
+            f"{result.sps:,.0f} SPS{each} after {result.compile_seconds:.1f}s compile{cached}, "
+            f"final return {'n/a' if math.isnan(ret) else format_number(ret)} (last "
             f"{FINAL_FRACTION:.0%} of "
             f"steps{over}); run {result.run_dir}"
         )

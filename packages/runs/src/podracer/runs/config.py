@@ -8,8 +8,8 @@ loop step is (an Anakin chunk, a Sebulba update): it fires after the first loop 
 or past each multiple.
 
 `MAY_CHANGE_ON_RESUME` lists the fields a resumed run may change (budget, logging,
-evaluation, placement); every other field changes what is learned, and a resume that
-changes one is refused naming it.
+evaluation, placement, the compile cache); every other field changes what is learned,
+and a resume that changes one is refused naming it.
 """
 
 from __future__ import annotations
@@ -113,6 +113,11 @@ class RunConfig:
     wandb_entity: str | None = None
     wandb_mode: Literal["online", "offline"] = "online"  # offline: files only, no network
     progress: bool = True  # a status line with steps, SPS, return, elapsed time and ETA
+    # JAX's persistent compilation cache, so a rerun or a resume loads its compiled
+    # programs instead of compiling them again: a folder; "auto":
+    # $JAX_COMPILATION_CACHE_DIR, else $XDG_CACHE_HOME/podracer/jax (~/.cache/...);
+    # "none": off. A cache dir the program set in jax.config wins (podracer.runs.compile_cache).
+    compile_cache: str = "auto"
     # Multi-host: --distributed, --coordinator-address, --num-processes, --process-id.
     cluster: Annotated[DistributedConfig, tyro.conf.arg(name="")] = DistributedConfig()
 
@@ -126,7 +131,7 @@ class RunConfig:
         "log_interval", "eval_interval", "eval_episodes", "eval_max_steps", "video_interval",
         "video_episodes",
         "checkpoint_interval", "keep_checkpoints", "tensorboard", "wandb_project",
-        "wandb_entity", "wandb_mode", "progress", "cluster",
+        "wandb_entity", "wandb_mode", "progress", "compile_cache", "cluster",
     })  # fmt: skip
 
     @property
@@ -183,6 +188,10 @@ class RunConfig:
             fail(self, "resume", "used with run_name (the run to resume)", self.resume)
         if self.wandb_mode not in ("online", "offline"):
             fail(self, "wandb_mode", "'online' or 'offline'")
+        if not isinstance(self.compile_cache, str) or not self.compile_cache:
+            # The folder itself is checked (made, writable) when a run opens, not here:
+            # a config read back from another machine's run must load.
+            fail(self, "compile_cache", "a folder, 'auto' or 'none'")
         if not isinstance(self.cluster, DistributedConfig):
             fail(self, "cluster", "a DistributedConfig", type(self.cluster).__name__)
 

@@ -25,6 +25,9 @@ class RunResult(NamedTuple):
     compile_seconds: float
     interrupted: bool  # stopped by SIGINT/SIGTERM (a final checkpoint was written)
     run_dir: str  # the run directory
+    # Programs of this session JAX loaded from its persistent cache (`compile_cache`)
+    # instead of compiling: 0 on a first start, or without a cache.
+    compile_cache_hits: int = 0
 
 
 FINAL_FRACTION = 0.1  # "final return": each seed's mean over its last 10% of env steps

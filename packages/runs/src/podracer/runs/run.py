@@ -35,6 +35,7 @@ from typing import NamedTuple
 import numpy as np
 
 from podracer.agents.validation import ConfigError
+from podracer.runs import compile_cache
 from podracer.runs import signals
 from podracer.runs.checkpoint import Checkpointer
 from podracer.runs.checkpoint import CheckpointError
@@ -109,6 +110,8 @@ class Run:
         self._recent_return = math.nan
         self._return_time = -math.inf  # when the progress line's return was last computed
         self._lock: RunLock | None = None  # the run directory's, on process 0
+        # Programs loaded from JAX's persistent cache so far (`Run.open` sets its folder).
+        self._cache_hits = compile_cache.CacheHits(None)
 
     # -- opening: every check before anything is built or written --------------------
 
@@ -119,15 +122,18 @@ class Run:
         runtime: str,
         on_row: Callable[[dict[str, Any]], None] | None = None,
     ) -> Run:
-        """Joins the multi-process run if asked, names the run directory and checks it:
-        a name in use needs `resume`, a resume needs the run, and a resume may change
-        only `MAY_CHANGE_ON_RESUME` fields. Writes nothing.
+        """Points JAX's persistent compilation cache at `config.compile_cache` (first:
+        nothing compiles before it), joins the multi-process run if asked, names the run
+        directory and checks it: a name in use needs `resume`, a resume needs the run,
+        and a resume may change only `MAY_CHANGE_ON_RESUME` fields. Writes nothing but
+        the cache's folder.
 
         `on_row(row)` is called in this thread with each row `log` writes (on the
         writing process only), as `history` holds it: `env_steps`, `seed` in a
         multi-seed run, and the metrics."""
         import jax
 
+        cache = compile_cache.apply(config.compile_cache, type(config).__name__)
         initialize_distributed(config.cluster)
         name = config.run_name or _agreed_auto_name(config)
         directory = RunDir(config.runs_root, name)
@@ -142,6 +148,7 @@ class Run:
                 lock.release()
             raise
         run._lock = lock
+        run._cache_hits = compile_cache.CacheHits(cache)
         return run
 
     def __enter__(self) -> Run:
@@ -289,6 +296,12 @@ class Run:
         self._last = self.env_steps >= self.total_env_steps
 
     @property
+    def compile_cache_hits(self) -> int:
+        """Programs JAX has loaded from its persistent cache since `open`, instead of
+        compiling them (`RunConfig.compile_cache`; `RunResult.compile_cache_hits`)."""
+        return self._cache_hits.hits
+
+    @property
     def total_env_steps(self) -> int:
         """Where the run ends: `total_env_steps` rounded up to the runtime's unit."""
         return self.config.planned_env_steps
@@ -419,6 +432,7 @@ class Run:
             "config": {"runtime": self.runtime, **self.config.to_json()},
             "env_spec": spec.to_json(), "env_steps": self.env_steps, "step": self.step,
             "elapsed": self.elapsed,
+            "compile_cache": {"dir": self._cache_hits.path, "hits": self.compile_cache_hits},
         }  # fmt: skip
         return self.checkpointer.save(self.step, train, metadata, runtime, metrics)
 
@@ -454,7 +468,8 @@ class Run:
                 file=sys.stderr, flush=True,
             )  # fmt: skip
         return RunResult(state, self.history, self.env_steps, self.step, float(sps),
-                         float(compile_seconds), self.interrupted, self.dir.path)  # fmt: skip
+                         float(compile_seconds), self.interrupted, self.dir.path,
+                         self.compile_cache_hits)  # fmt: skip
 
     def resume_command(self) -> str:
         root = self.config.runs_root
@@ -468,6 +483,7 @@ class Run:
 
     def close(self) -> None:
         self._signals.__exit__()
+        self._cache_hits.close()
         if self._recorder is not None:
             self._recorder.close()
             self._recorder = None
