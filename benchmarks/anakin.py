@@ -153,8 +153,8 @@ def main() -> None:
         help="envs per device for the Catch rows (an accelerator wants 8192 and more)",
     )  # fmt: skip
     parser.add_argument(
-        "--ppo-envs", type=int, nargs="+", default=[4, 64],
-        help="envs for the CartPole PPO rows (an accelerator wants 1024 and more)",
+        "--ppo-envs", type=int, nargs="*", default=[4, 64],
+        help="envs for the CartPole PPO rows (an accelerator wants 1024 and more; none: no rows)",
     )  # fmt: skip
     args = parser.parse_args()
     updates, repeats = (20, 2) if args.quick else (100, 3)
@@ -167,8 +167,9 @@ def main() -> None:
             f"{r['envs']:>12} {r['train_fps']:>12,.0f} {r['act_fps']:>13,.0f} {r['ratio']:>10.1%}"
         )
 
-    print("\n## CartPole-v1 PPO (PureJaxRL settings: 128 steps, 4 epochs x 4 minibatches)")
-    print(f"{'envs':>6} {'SPS':>10} {'compile s':>10} {'wall s':>8} {'final return':>13}")
+    if args.ppo_envs:
+        print("\n## CartPole-v1 PPO (PureJaxRL settings: 128 steps, 4 epochs x 4 minibatches)")
+        print(f"{'envs':>6} {'SPS':>10} {'compile s':>10} {'wall s':>8} {'final return':>13}")
     for n in args.ppo_envs:
         # PureJaxRL's budgets at 4 and 64 envs; bigger batches get ten updates of 128 steps.
         total = {4: 500_000, 64: 2_000_000}.get(n, n * 128 * 10)

@@ -1,25 +1,30 @@
 #!/usr/bin/env bash
-# The accelerator figures in one prepared run (an H200 with 16 CPU cores was the target):
-# raw output to benchmarks/results/device_<date>.log, curves beside it.
+# The accelerator figures in one prepared run, on a GPU or a TPU: raw output to
+# benchmarks/results/device_<date>.log, curves beside it.
 #
-#   bash benchmarks/device.sh                  # every part, about 17 minutes
-#   bash benchmarks/device.sh anakin sebulba   # some parts: anakin, throughput,
-#                                            #   muzero, sebulba, atari, pong
+#   bash benchmarks/device.sh                  # every part for the backend found
+#   bash benchmarks/device.sh anakin sebulba   # some parts: anakin, throughput, muzero,
+#                                              #   sebulba, atari, pong (GPU: envpool);
+#                                              #   catch, purejaxrl, gym, ale (TPU)
 #
-# Uses the Python that already imports podracer with a GPU (PODRACER_PY, else `python`),
-# else installs the locked jax[cuda12] (the cuda12 extras) into the workspace's venv first.
-# Each block is capped with `timeout` so one slow block cannot eat the others' time.
+# Uses the Python that already imports podracer with an accelerator (PODRACER_PY, else
+# `python`: on an offline TPU VM, the one `scripts/wheels.sh`'s install.sh set up), else
+# installs the locked jax[cuda12] (the cuda12 extras) into the workspace's venv first.
+# `purejaxrl` needs PUREJAXRL=<a checkout's purejaxrl/ folder>. Each block is capped
+# with `timeout` so one slow block cannot eat the others' time.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 log="benchmarks/results/device_$(date +%Y%m%d).log"
 mkdir -p benchmarks/results
 py=${PODRACER_PY:-python}
-if ! "$py" -c "import podracer.anakin, jax, sys; sys.exit(jax.default_backend() != 'gpu')" 2>/dev/null; then
+backend=$("$py" -c "import podracer.anakin, jax; print(jax.default_backend())" 2>/dev/null)
+if [ "$backend" != gpu ] && [ "$backend" != tpu ]; then
   command -v uv >/dev/null 2>&1 || pip install -q "uv>=0.8"
-  uv sync --locked --inexact --all-packages --all-extras --no-extra cuda13 --quiet
+  uv sync --locked --inexact --all-packages --all-extras --no-extra cuda13 --no-extra tpu --quiet
   py=".venv/bin/python"
+  backend=gpu
 fi
-parts=${*:-anakin sebulba atari pong}
+if [ "$backend" = tpu ]; then parts=${*:-catch purejaxrl gym ale}; else parts=${*:-anakin sebulba atari pong}; fi
 pong_s=${PONG_SECONDS:-180}
 run() {  # seconds, then the command
   local limit=$1; shift
@@ -66,7 +71,23 @@ for part in $parts; do
       --run-name device-pong-pqn --no-progress"
     run 60 bash -c "$podracer plot runs/device-pong-impala runs/device-pong-pqn \
       --out benchmarks/results/device_pong" ;;
-  *) echo "unknown part '$part' (allowed: anakin, throughput, muzero, sebulba, atari, pong)" >&2; exit 2 ;;
+  catch)  # Catch Q(lambda) at the demo config from 4k to 131k envs: training and acting-only FPS.
+    run 200 $py benchmarks/anakin.py --quick --skip-devices --catch-envs 4096 32768 131072 \
+      --ppo-envs ;;
+  purejaxrl)  # PPO against PureJaxRL's own ppo.py, interleaved in one process.
+    run 300 $py benchmarks/vs_purejaxrl.py --purejaxrl "${PUREJAXRL:?set PUREJAXRL}" \
+      --cartpole-envs 4 2048 --minatar ;;
+  gym)  # IMPALA on gymnasium's native vector CartPole: host CPU actors, then chip actors.
+    for backend in cpu default; do
+      run 120 $py benchmarks/sebulba_throughput.py --case gym-cartpole --actor-backend $backend \
+        --envs-per-thread 1024 --actor-threads 4 --trajectories-per-update 2 \
+        --total-env-steps 20000000
+    done ;;
+  ale)  # IMPALA (Nature CNN) on ale-py Breakout: the env-only rate of the same envs and
+    # threads (a_env) against training (d_train); frames = 4 x agent steps.
+    run 200 $py benchmarks/sebulba_throughput.py --case ale-breakout --envs-per-thread 64 \
+      --actor-threads 3 --async-envs --env-kwargs '{"num_threads": 2}' --total-env-steps 1500000 ;;
+  *) echo "unknown part '$part' (allowed: anakin, throughput, muzero, sebulba, atari, pong, catch, purejaxrl, gym, ale)" >&2; exit 2 ;;
   esac
 done
 echo "log: $log"

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import math
 import threading
 import time
@@ -59,22 +60,30 @@ def raw_env_sps(config) -> float:
     envpool's and the peers' benchmarks): no adapter bookkeeping."""
     from podracer.envs import make_host
 
-    n = config.actor_threads_per_device
-    envs = [make_host(config.env, num_envs=config.envs_per_thread, seed=i) for i in range(n)]
-    pools = [getattr(env, "pool", None) for env in envs]
-    step = [env.step if pool is None else pool.step for env, pool in zip(envs, pools, strict=True)]
-    for env in envs:
-        env.reset()
+    # Each thread's envs as the training run builds them (its lanes, its env_kwargs), each
+    # stepped by its own library's `step`: envpool's pool, or a gymnasium / ale-py vector env.
+    n, lanes = config.actor_threads_per_device, config.num_lanes
+    envs = [
+        make_host(config.env, num_envs=config.envs_per_thread // lanes, seed=i,
+                  **(config.env_kwargs or {}))
+        for i in range(n * lanes)
+    ]  # fmt: skip
+    raw = [getattr(env, "pool", None) or getattr(env, "envs", None) or env for env in envs]
+    step = [r.step for r in raw]
+    for r in raw:
+        r.reset()
     rng = np.random.default_rng(0)
     actions = [
         rng.integers(0, env.spec.num_actions, (64, env.num_envs), dtype=np.int32) for env in envs
     ]
 
     def body(i, stop):
-        steps = 0
+        steps, k = 0, 0
         while not stop.is_set():
-            step[i](actions[i][steps % 64])
-            steps += envs[i].num_envs
+            for j in range(i * lanes, (i + 1) * lanes):
+                step[j](actions[j][k % 64])
+                steps += envs[j].num_envs
+            k += 1
         return steps
 
     sps = _threads(n, body)
@@ -248,7 +257,7 @@ def measure(name: str, config) -> dict:
     devices = jax.local_devices()
     pool = actor_devices(config, 0, devices)
     actor_ids, _ = config.device_ids(len(devices), None if pool is devices else len(pool))
-    probe = make_host(config.env, num_envs=1)
+    probe = make_host(config.env, num_envs=1, **(config.env_kwargs or {}))
     spec = probe.spec
     xla = choose_loop(config, probe, pool[actor_ids[0]]) is XlaLoop
     probe.close()
@@ -299,6 +308,22 @@ def cases(quick: bool) -> dict:
                 torso="nature_cnn", learning_rate=6e-4, hidden_sizes=(256,), activation="relu"
             ),
         ),  # fmt: skip
+        # ale-py's native vector env (no envpool): Breakout with the atari preset's IMPALA.
+        "ale-breakout": dataclasses.replace(
+            base,
+            env="ale:Breakout",
+            envs_per_thread=32,
+            rollout_length=20,
+            total_env_steps=int(200_000 * scale),
+            log_interval=20 * 32 * 10,
+            agent_config=ImpalaConfig(
+                torso="nature_cnn", learning_rate=6e-4, hidden_sizes=(256,), activation="relu"
+            ),
+        ),  # fmt: skip
+        # gymnasium's numpy-batched CartPole (its vector entry point), stepped from Python.
+        "gym-cartpole": dataclasses.replace(
+            base, env="gymnasium:CartPole-v1", total_env_steps=int(1_000_000 * scale)
+        ),
         "stoix": dataclasses.replace(
             base,
             agent="ppo",
@@ -327,6 +352,9 @@ def main() -> None:
     parser.add_argument("--rollout-length", type=int)
     parser.add_argument("--total-env-steps", type=int)
     parser.add_argument("--actor-backend", choices=("default", "cpu"))
+    parser.add_argument("--trajectories-per-update", type=int)
+    parser.add_argument("--async-envs", action="store_true", help="two lanes per thread")
+    parser.add_argument("--env-kwargs", type=json.loads, help="e.g. '{\"num_threads\": 3}'")
     args = parser.parse_args()
     overrides = {
         field: value
@@ -336,6 +364,9 @@ def main() -> None:
             ("rollout_length", args.rollout_length),
             ("total_env_steps", args.total_env_steps),
             ("actor_backend", args.actor_backend),
+            ("trajectories_per_update", args.trajectories_per_update),
+            ("async_envs", args.async_envs or None),
+            ("env_kwargs", args.env_kwargs),
         )
         if value is not None
     }
