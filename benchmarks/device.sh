@@ -81,12 +81,12 @@ for part in $parts; do
     for backend in cpu default; do
       run 120 $py benchmarks/sebulba_throughput.py --case gym-cartpole --actor-backend $backend \
         --envs-per-thread 1024 --actor-threads 4 --trajectories-per-update 2 \
-        --total-env-steps 20000000
+        --total-env-steps 6000000
     done ;;
   ale)  # IMPALA (Nature CNN) on ale-py Breakout: the env-only rate of the same envs and
     # threads (a_env) against training (d_train); frames = 4 x agent steps.
     run 200 $py benchmarks/sebulba_throughput.py --case ale-breakout --envs-per-thread 64 \
-      --actor-threads 3 --async-envs --env-kwargs '{"num_threads": 2}' --total-env-steps 1500000 ;;
+      --actor-threads 3 --async-envs --env-kwargs '{"num_threads": 2}' --total-env-steps 500000 ;;
   *) echo "unknown part '$part' (allowed: anakin, throughput, muzero, sebulba, atari, pong, catch, purejaxrl, gym, ale)" >&2; exit 2 ;;
   esac
 done
