@@ -335,12 +335,18 @@ def make_chunk(
         # the state the chunk returns.
         shape = tuple(env.spec.observation_shape)
         state = state._replace(timestep=_reshape_observations(state.timestep, (-1,), 1))
-        shapes = jax.eval_shape(lambda s: one_update(s, agent)[1], state)
+        # One trace of the update for both uses: the metrics' shapes and the loop's body.
+        # A nested jit caches its trace by the arguments' types, and `inline` puts the
+        # traced equations in the body as they are (the program is what a plain call
+        # makes); an `eval_shape` of a plain function would trace the whole update, a
+        # search and the learner's steps, a second time.
+        update = jax.jit(lambda s: one_update(s, agent), inline=True)
+        shapes = jax.eval_shape(update, state)[1]
         zeros = jax.tree.map(lambda s: jnp.zeros((MAX_ROWS + 1, *s.shape), s.dtype), shapes)
 
         def body(i, carry):
             state, bins = carry
-            state, metrics = one_update(state, agent)
+            state, metrics = update(state)
             row = jnp.sum(row_ends <= i)  # the bin of update i: rows that ended before it
             bins = jax.tree.map(lambda b, x: b.at[row].add(x), bins, metrics)
             return state, bins
@@ -374,7 +380,8 @@ def _jit_with_state_shardings(fn, mesh: Mesh, num_seeds: int, updates_per_chunk:
     the second call would compile again. The jitted function is built on first use,
     when the state's structure is known; the input state is donated. `call.traces`
     counts how often it was traced (1 in a steady run); `call.lower(state)` is the
-    jitted function's `Lowered` (its HLO, for profiles: benchmarks/profile_chunk.py).
+    jitted function's `Lowered` (its HLO, for profiles: benchmarks/profile_chunk.py),
+    `call.trace(state)` its `Traced` (compile-time figures: benchmarks/muzero_compile.py).
     """
     cache = {}
     replicated = NamedSharding(mesh, P())
@@ -413,6 +420,9 @@ def _jit_with_state_shardings(fn, mesh: Mesh, num_seeds: int, updates_per_chunk:
 
     call.traces = 0
     call.lower = lambda state, updates=None, rows=(): jitted(state).lower(
+        state, *arguments(updates, rows)
+    )
+    call.trace = lambda state, updates=None, rows=(): jitted(state).trace(
         state, *arguments(updates, rows)
     )
     return call
