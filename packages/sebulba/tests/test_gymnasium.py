@@ -1,6 +1,6 @@
-"""Sebulba on gymnasium vector envs (`gymnasium:CartPole-v1`: async worker processes, and its
-numpy-batched vector env), then
-`podracer eval` of the run, each in a subprocess as a user runs them."""
+"""Sebulba on gymnasium vector envs (`gymnasium:CartPole-v1`: async worker processes, then
+`podracer eval` of the run, each in a subprocess as a user runs them; and its numpy-batched
+vector env, in this process)."""
 
 import json
 import subprocess
