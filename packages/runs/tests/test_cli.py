@@ -147,6 +147,19 @@ def test_bad_values_end_with_one_line_and_status_2(capsys, toy_train):
     assert "QLambdaConfig.gamma must be in [0.0, 1.0], got 2.0" in capsys.readouterr().err
 
 
+def test_int_flags_take_whole_numbers_as_the_readme_writes_them(capsys):
+    config, _ = parse("--total-env-steps", "1e5", "--seed", "2.5e1", "--qlambda.gamma", "0.9")
+    assert config.total_env_steps == 100_000 and type(config.total_env_steps) is int
+    assert config.seed == 25
+    assert parse("--total-env-steps", "1_000")[0].total_env_steps == 1000
+    for text, message in (("1.5", "'1.5' is not a whole number"), ("1e400", "not a whole"),
+                          ("ten", "'ten' is not an integer")):  # fmt: skip
+        with pytest.raises(SystemExit) as info:
+            parse("--total-env-steps", text)
+        assert info.value.code == 2
+        assert message in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "flags, message",
     [

@@ -35,6 +35,38 @@ from podracer.runs.config import config_from_json
 from podracer.runs.directory import RunDir
 
 
+def parse_int(text: str) -> int:
+    """An int flag's value: a plain integer, or a whole number in the notation the README
+    writes budgets in (`1e6`, `2.5e5`, `1_000_000`). A fraction (`1.5`) or anything else
+    raises ValueError, which tyro turns into one line naming the flag."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not an integer") from None
+    if not math.isfinite(value) or value != int(value):
+        raise ValueError(f"{text!r} is not a whole number")
+    return int(value)
+
+
+def _int_rule(type_info: tyro.constructors.PrimitiveTypeInfo):
+    if type_info.type is not int:
+        return None
+    return tyro.constructors.PrimitiveConstructorSpec(
+        nargs=1, metavar="INT", instance_from_str=lambda args: parse_int(args[0]),
+        is_instance=lambda x: isinstance(x, int) and not isinstance(x, bool),
+        str_from_instance=lambda instance: [str(instance)],
+    )  # fmt: skip
+
+
+# Every int field of every config (a budget, a size, a seed) takes `1e6`-style values.
+REGISTRY = tyro.constructors.ConstructorRegistry()
+REGISTRY.primitive_rule(_int_rule)
+
+
 def _pre_parse(argv: list[str]) -> argparse.Namespace:
     """The flags that choose the defaults, read before the full parse."""
     pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
@@ -118,7 +150,7 @@ def parse_cli(config_cls: type, argv: list[str], description: str = "") -> tuple
          dataclasses.field(default=None)),
     ]  # fmt: skip
     flags_cls = dataclasses.make_dataclass(runtime, fields, frozen=True)
-    flags = tyro.cli(flags_cls, args=argv, description=description)
+    flags = tyro.cli(flags_cls, args=argv, description=description, registry=REGISTRY)
     config = flags.run
     agent_config = getattr(flags, flag_group(config.agent))
     return dataclasses.replace(config, agent_config=agent_config), source
