@@ -313,7 +313,7 @@ def make_chunk(
 
     def one_update(state: RunnerState, agent: Agent):
         rollout = make_rollout(agent, env, rollout_length, flat_carry=True)
-        learn = make_learn(agent, mesh.size, AXIS, pmean)
+        learn = make_learn(agent, mesh.size, AXIS, pmean, scan_updates=True)
         trajectory, (env_state, timestep, env_key, core) = rollout(
             state.train.params, state.env_state, state.timestep, state.env_key, state.core,
             state.train.update_step,
