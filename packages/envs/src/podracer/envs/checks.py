@@ -86,3 +86,29 @@ def check_env_ids(env_ids, size: int | None, num_envs: int) -> np.ndarray:
             f"got values in {ids.min()}..{ids.max()}"
         )
     return ids.astype(np.int32, copy=False)
+
+
+def check_send(pending: str | None) -> None:
+    """A `send` while a result is still pending (of a `send` or `async_reset`) is refused."""
+    if pending is not None:
+        raise RuntimeError(
+            "send() twice: each send(actions, env_ids) needs the recv() of the previous "
+            "one (or of async_reset()) first"
+        )
+
+
+def whole_batch_actions(actions, env_ids, ids: np.ndarray, num_envs: int, what: str):
+    """`actions` in env-id order, for a vector env that steps all its `num_envs` envs at
+    once (`ids`: `arange(num_envs)`, the order it keeps); `env_ids` must name each env
+    once. `what` names the env in the error ("ale-py's vector env")."""
+    if env_ids is ids:
+        return actions
+    env_ids = check_env_ids(env_ids, num_envs, num_envs)
+    if np.array_equal(env_ids, ids):
+        return actions
+    if np.unique(env_ids).size != num_envs:
+        raise ValueError(
+            f"env_ids must hold every env id 0..{num_envs - 1} once ({what} steps all its "
+            f"envs), got {env_ids.tolist()}"
+        )
+    return np.asarray(actions)[np.argsort(env_ids)]

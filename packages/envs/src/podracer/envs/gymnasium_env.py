@@ -76,8 +76,9 @@ import numpy as np
 
 from podracer.envs.actions import action_space_fields
 from podracer.envs.checks import check_actions
-from podracer.envs.checks import check_env_ids
+from podracer.envs.checks import check_send
 from podracer.envs.checks import check_sizes
+from podracer.envs.checks import whole_batch_actions
 from podracer.envs.registry import import_path_of
 from podracer.envs.stats import init_episode_stats
 from podracer.envs.stats import update_episode_stats
@@ -323,21 +324,9 @@ class GymnasiumEnv:
         self._pending = "reset"
 
     def send(self, actions: np.ndarray, env_ids: np.ndarray) -> None:
-        if self._pending is not None:
-            raise RuntimeError(
-                "send() twice: each send(actions, env_ids) needs the recv() of the previous "
-                "one (or of async_reset()) first"
-            )
-        if env_ids is not self._ids:
-            env_ids = check_env_ids(env_ids, self.num_envs, self.num_envs)
-            if not np.array_equal(env_ids, self._ids):
-                if np.unique(env_ids).size != self.num_envs:
-                    raise ValueError(
-                        f"env_ids must hold every env id 0..{self.num_envs - 1} once (a "
-                        f"gymnasium vector env steps all its envs), got {env_ids.tolist()}"
-                    )
-                order = np.argsort(env_ids)
-                actions = np.asarray(actions)[order]
+        check_send(self._pending)
+        actions = whole_batch_actions(actions, env_ids, self._ids, self.num_envs,
+                                      "a gymnasium vector env")  # fmt: skip
         actions = self._actions(actions)
         if self.vectorization_mode == "async":
             self._envs.step_async(actions)
