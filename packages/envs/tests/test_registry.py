@@ -83,8 +83,10 @@ def test_missing_extras_name_the_extra_in_one_line(monkeypatch):
     ]:
         with pytest.raises(ImportError) as info:
             call()
+        # In this checkout the command is uv's (test_extras.py: pip's when installed).
         assert str(info.value).endswith(
-            f"needs the {extra} extra, which is not installed: pip install 'podracer-envs[{extra}]'"
+            f"needs the {extra} extra, which is not installed: "
+            f"uv sync --inexact --all-packages --extra {extra}"
         )
     # Built-in names: catch alone; installed packages' own envs (entry points) follow.
     assert [n for n in list_envs("jax") if n not in registry.registered_envs()] == ["catch"]

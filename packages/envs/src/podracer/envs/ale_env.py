@@ -58,6 +58,7 @@ from podracer.envs.checks import check_send
 from podracer.envs.checks import check_sizes
 from podracer.envs.checks import whole_batch_actions
 from podracer.envs.envpool_env import AtariOptions
+from podracer.envs.extras import install_command
 from podracer.envs.stats import init_episode_stats
 from podracer.envs.stats import update_episode_stats
 from podracer.envs.types import EnvSpec
@@ -76,7 +77,7 @@ def _import_ale() -> Any:
         from ale_py import roms
     except ImportError as e:
         raise ImportError(
-            "ale: environments need the atari extra: pip install 'podracer-envs[atari]'"
+            "ale: environments need the atari extra: " + install_command("podracer-envs", "atari")
         ) from e
     return roms
 

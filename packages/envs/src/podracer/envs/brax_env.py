@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from podracer.envs.actions import clip_action
+from podracer.envs.extras import install_command
 from podracer.envs.stats import EpisodeStats
 from podracer.envs.stats import init_episode_stats
 from podracer.envs.stats import update_episode_stats
@@ -130,7 +131,7 @@ def _import_brax_envs() -> Any:
     except ImportError as e:
         raise ImportError(
             "brax environments need the brax extra, which is not installed: "
-            "pip install 'podracer-envs[brax]'"
+            + install_command("podracer-envs", "brax")
         ) from e
     return brax.envs
 

@@ -29,6 +29,7 @@ import jax.numpy as jnp
 
 from podracer.envs.actions import action_space_fields
 from podracer.envs.autoreset import reset_in_step
+from podracer.envs.extras import install_command
 from podracer.envs.stats import EpisodeStats
 from podracer.envs.stats import init_episode_stats
 from podracer.envs.types import EnvSpec
@@ -97,7 +98,8 @@ def make_craftax(name: str, **param_overrides: Any) -> CraftaxEnv:
         from craftax.craftax_env import make_craftax_env_from_name
     except ImportError as e:
         raise ImportError(
-            "craftax environments need the craftax extra: pip install 'podracer-envs[craftax]'"
+            "craftax environments need the craftax extra: "
+            + install_command("podracer-envs", "craftax")
         ) from e
     env = make_craftax_env_from_name(name, auto_reset=False)
     params = env.default_params

@@ -37,6 +37,7 @@ from podracer.envs.actions import clip_action
 from podracer.envs.checks import check_actions
 from podracer.envs.checks import check_env_ids
 from podracer.envs.checks import check_sizes
+from podracer.envs.extras import install_command
 from podracer.envs.stats import EpisodeStats
 from podracer.envs.stats import init_episode_stats
 from podracer.envs.stats import update_episode_stats
@@ -408,7 +409,8 @@ def make_envpool(
         import envpool
     except ImportError as e:
         raise ImportError(
-            "envpool environments need the envpool extra: pip install 'podracer-envs[envpool]'"
+            "envpool environments need the envpool extra: "
+            + install_command("podracer-envs", "envpool")
         ) from e
     all_tasks = envpool.list_all_envs()
     if task not in all_tasks:

@@ -79,6 +79,7 @@ from podracer.envs.checks import check_actions
 from podracer.envs.checks import check_send
 from podracer.envs.checks import check_sizes
 from podracer.envs.checks import whole_batch_actions
+from podracer.envs.extras import install_command
 from podracer.envs.registry import import_path_of
 from podracer.envs.stats import init_episode_stats
 from podracer.envs.stats import update_episode_stats
@@ -142,7 +143,7 @@ def _import_gymnasium() -> Any:
     except ImportError as e:
         raise ImportError(
             "gymnasium environments need the gymnasium extra: "
-            "pip install 'podracer-envs[gymnasium]'"
+            + install_command("podracer-envs", "gymnasium")
         ) from e
     return gymnasium
 

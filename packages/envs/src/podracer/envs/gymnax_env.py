@@ -36,6 +36,7 @@ import jax.numpy as jnp
 
 from podracer.envs.actions import action_space_fields
 from podracer.envs.actions import clip_action
+from podracer.envs.extras import install_command
 from podracer.envs.stats import EpisodeStats
 from podracer.envs.stats import init_episode_stats
 from podracer.envs.stats import update_episode_stats
@@ -150,7 +151,8 @@ def make_gymnax(
         import gymnax
     except ImportError as e:
         raise ImportError(
-            "gymnax environments need the gymnax extra: pip install 'podracer-envs[gymnax]'"
+            "gymnax environments need the gymnax extra: "
+            + install_command("podracer-envs", "gymnax")
         ) from e
     if name not in gymnax.registered_envs:
         raise ValueError(

@@ -38,6 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from podracer.envs.autoreset import reset_in_step
+from podracer.envs.extras import install_command
 from podracer.envs.stats import EpisodeStats
 from podracer.envs.stats import init_episode_stats
 from podracer.envs.types import EnvSpec
@@ -113,7 +114,8 @@ def make_jumanji(env_id: str, **env_kwargs: Any) -> JumanjiEnv:
         import jumanji
     except ImportError as e:
         raise ImportError(
-            "jumanji environments need the jumanji extra: pip install 'podracer-envs[jumanji]'"
+            "jumanji environments need the jumanji extra: "
+            + install_command("podracer-envs", "jumanji")
         ) from e
     name = f"jumanji:{env_id}"
     if env_id not in jumanji.registered_environments():

@@ -41,6 +41,7 @@ from typing import Any
 from typing import Literal
 
 from podracer.envs.checks import check_sizes
+from podracer.envs.extras import install_command
 from podracer.envs.types import HostEnv
 from podracer.envs.types import JaxEnv
 
@@ -105,7 +106,7 @@ def _require(prefix: str, name: str) -> None:
     if not _installed(_MODULES.get(prefix, extra)):
         raise ImportError(
             f"{name} needs the {extra} extra, which is not installed: "
-            f"pip install 'podracer-envs[{extra}]'"
+            + install_command("podracer-envs", extra)
         )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from podracer.agents.validation import ConfigError
+from podracer.envs.extras import install_command
 
 FPS = 30
 RECORD_STEPS = 1000  # the longest episode recorded for envs without a time limit
@@ -27,7 +28,7 @@ def write_video(path: str | os.PathLike, frames: np.ndarray, fps: int = FPS) -> 
         import imageio.v3 as iio
     except ImportError:
         raise ConfigError(
-            "videos need the video extra: pip install 'podracer-runs[video]'"
+            "videos need the video extra: " + install_command("podracer-runs", "video")
         ) from None
     path = os.fspath(path)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)

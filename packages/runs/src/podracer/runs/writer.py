@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from podracer.agents.validation import ConfigError
+from podracer.envs.extras import install_command
 from podracer.runs.directory import RunDir
 
 
@@ -168,7 +169,8 @@ def _start_wandb(run_dir: RunDir, project: str, entity: str | None, mode: str, c
         import wandb
     except ImportError:
         raise ConfigError(
-            "RunConfig.wandb_project needs the wandb extra: pip install 'podracer-runs[wandb]'"
+            "RunConfig.wandb_project needs the wandb extra: "
+            + install_command("podracer-runs", "wandb")
         ) from None
     id_file = os.path.join(run_dir.path, "wandb.json")
     run_id = None

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import sys
 
+from podracer.envs.extras import install_command
+
 _COMMANDS = {
     "eval": ("podracer.runs.tools.evaluate", "episodes of a saved agent, on any env of its spec"),
     "plot": ("podracer.runs.tools.plot", "curves of one or more runs, aggregated over seeds"),
     "launch": ("podracer.runs.launch", "run N local processes of a multi-host run"),
-    "sweep-best": ("podracer.runs.tools.sweep_best",
-                   "a sweep's final return by point, and the best point's config"),
+    "sweep-best": (
+        "podracer.runs.tools.sweep_best",
+        "a sweep's final return by point, and the best point's config",
+    ),
 }
 
 
@@ -48,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         if extra is None:
             raise
         print(f"podracer {argv[0]}: needs {e.name}, from the {extra} extra: "
-              f"pip install 'podracer-runs[{extra}]'", file=sys.stderr)  # fmt: skip
+              f"{install_command('podracer-runs', extra)}", file=sys.stderr)  # fmt: skip
         return 2
 
 
