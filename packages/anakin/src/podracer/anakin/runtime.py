@@ -248,27 +248,38 @@ def make_rollout(agent: Agent, env: JaxEnv, rollout_length: int, flat_carry: boo
     shaped = lambda ts, lead: _reshape_observations(ts, shape, lead)  # noqa: E731
 
     def rollout(params, env_state, timestep, env_key, core, step):
-        def env_step(carry, _):
+        # T + 1 acting steps in one loop: the last acts on the last timestep only for its
+        # action and extras (values to bootstrap from), with keys split in two rather than
+        # three, and its env step is thrown away (the next rollout acts on that timestep
+        # again, from the same core state, with the updated params). One traced and
+        # compiled `act` (MuZero: one search, not two); the values are the same.
+        def env_step(carry, t):
             env_state, timestep, env_key, core = carry
-            env_key, act_key, step_key = _split_per_env(env_key, 3)
+            final = t == rollout_length
+            next_key, act_key, step_key = _split_per_env(env_key, 3)
+            last_key, last_act_key = _split_per_env(env_key, 2)
+            act_key = jnp.where(final, last_act_key, act_key)
             action, extras, next_core = act(params, act_key, shaped(timestep, 1), core, step)
-            env_state, next_timestep = jax.vmap(env.step)(env_state, action, step_key)
-            carry = (env_state, flatten(next_timestep), env_key, next_core)
+            next_state, next_timestep = jax.vmap(env.step)(env_state, action, step_key)
+            unless_final = lambda new, old: jax.tree.map(  # noqa: E731
+                lambda n, o: jnp.where(final, o, n), new, old
+            )
+            carry = (
+                unless_final(next_state, env_state),
+                unless_final(flatten(next_timestep), timestep),
+                jnp.where(final, last_key, next_key),
+                unless_final(next_core, core),
+            )
             return carry, (timestep, action, extras)
 
         timestep = timestep if flat_carry else flatten(timestep)
         (env_state, last, env_key, last_core), (timesteps, actions, extras) = jax.lax.scan(
-            env_step, (env_state, timestep, env_key, core), length=rollout_length
+            env_step, (env_state, timestep, env_key, core), jnp.arange(rollout_length + 1)
         )
-        # The last timestep's action and extras (values to bootstrap from); the next
-        # rollout acts on it again, from the same core state, with the updated params.
-        env_key, act_key = _split_per_env(env_key, 2)
-        last_action, last_extras, _ = act(params, act_key, shaped(last, 1), last_core, step)
-        append = lambda xs, x: jnp.concatenate([xs, x[None]], axis=0)  # noqa: E731
-        trajectory = Trajectory(  # joined flat, then shaped: nothing tiled is written
-            timestep=shaped(jax.tree.map(append, timesteps, last), 2),
-            action=append(actions, last_action),
-            extras=jax.tree.map(append, extras, last_extras),
+        trajectory = Trajectory(  # flat, then shaped: nothing tiled is written
+            timestep=shaped(timesteps, 2),
+            action=actions,
+            extras=extras,
             core=jax.tree.map(lambda c: c[None], core),
         )
         last = last if flat_carry else shaped(last, 1)
