@@ -260,38 +260,52 @@ def unroll_cross_entropies(
     unrolled K steps from the latents `[T, B, L]` with the actions taken, the gradient
     through each dynamics step halved (MuZero, appendix G); the prior's entropy `[T, B]`
     at the observed states; and the unrolled latents `[K, T, B, L]`."""
-    value_ce, policy_ce, reward_ce, unrolled = [], [], [], []
-    for k in range(config.num_unroll_steps + 1):  # K is small and static
+
+    def predicted_cross_entropies(latent, k_value, k_policy, k_samples):
         policy_logits, value_logits = net.apply(params, latent, method=MuZeroNetwork.predict)
-        if k == 0:
-            entropy = (
-                categorical_entropy(policy_logits)
-                if targets.samples is None
-                else gaussian_entropy(gaussian_prior(policy_logits))
-            )
-        value_probs = config.value_support.scalar_to_probs(targets.value[k])
-        value_ce.append(_cross_entropy(value_probs, value_logits))
+        value_ce = _cross_entropy(config.value_support.scalar_to_probs(k_value), value_logits)
         if targets.samples is None:
-            policy_ce.append(_cross_entropy(targets.policy[k], policy_logits))
+            policy_ce = _cross_entropy(k_policy, policy_logits)
         else:
-            policy_ce.append(
-                sampled_policy_cross_entropy(policy_logits, targets.samples[k], targets.policy[k])
-            )
-        if k == config.num_unroll_steps:
-            break
-        reward_logits, latent = net.apply(
-            params, latent, targets.action[k], method=MuZeroNetwork.dynamics
-        )
-        reward_probs = config.reward_support.scalar_to_probs(targets.reward[k])
-        reward_ce.append(_cross_entropy(reward_probs, reward_logits))
-        unrolled.append(latent)
+            policy_ce = sampled_policy_cross_entropy(policy_logits, k_samples, k_policy)
+        return policy_logits, value_ce, policy_ce
+
+    samples = targets.samples
+    policy_logits, value_ce, policy_ce = predicted_cross_entropies(
+        latent, targets.value[0], targets.policy[0], None if samples is None else samples[0]
+    )
+    entropy = (
+        categorical_entropy(policy_logits)
+        if samples is None
+        else gaussian_entropy(gaussian_prior(policy_logits))
+    )
+
+    # The K dynamics steps as one loop: one traced and compiled step (dynamics, then
+    # prediction at the state it reaches), not K copies of it.
+    def step(latent, xs):
+        action, reward, value, policy, k_samples = xs
+        reward_logits, latent = net.apply(params, latent, action, method=MuZeroNetwork.dynamics)
+        reward_probs = config.reward_support.scalar_to_probs(reward)
+        reward_ce = _cross_entropy(reward_probs, reward_logits)
+        unrolled = latent
         latent = scale_gradient(latent, 0.5)
+        _, value_ce, policy_ce = predicted_cross_entropies(latent, value, policy, k_samples)
+        return latent, (value_ce, policy_ce, reward_ce, unrolled)
+
+    xs = (
+        targets.action,
+        targets.reward,
+        targets.value[1:],
+        targets.policy[1:],
+        None if samples is None else samples[1:],
+    )
+    _, (values, policies, reward_ce, unrolled) = jax.lax.scan(step, latent, xs)
     return (
-        jnp.stack(value_ce),
-        jnp.stack(policy_ce),
-        jnp.stack(reward_ce),
+        jnp.concatenate([value_ce[None], values]),
+        jnp.concatenate([policy_ce[None], policies]),
+        reward_ce,
         entropy,
-        jnp.stack(unrolled),
+        unrolled,
     )
 
 
