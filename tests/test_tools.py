@@ -33,17 +33,31 @@ def runs(tmp_path_factory):
     return root
 
 
-def test_an_anakin_checkpoint_evaluates_on_envpool(runs):
-    record = evaluate.evaluate("anakin", env="envpool:CartPole-v1", episodes=16, runs_root=runs)
-    assert record["episodes"] == 16 and record["env"] == "envpool:CartPole-v1"
-    assert record["mean"] > 4 * RANDOM_CARTPOLE, record
+def test_an_anakin_checkpoint_evaluates_every_seed_on_envpool(runs, capsys):
+    # A 2-seed run: each seed evaluated, labelled with its index and training seed.
+    records = evaluate.evaluate("anakin", env="envpool:CartPole-v1", episodes=16, runs_root=runs)
+    assert [(r["member"], r["seed"]) for r in records] == [(0, 0), (1, 1)]
+    for r in records:
+        assert r["episodes"] == 16 and r["env"] == "envpool:CartPole-v1" and r["eval_seed"] == 0
+        assert r["mean"] > 4 * RANDOM_CARTPOLE, r
+    assert [r["source"].rsplit(":", 1)[1] for r in records] == ["0", "1"]
     with open(f"{runs}/anakin/eval.json") as f:
-        assert json.load(f)[-1]["mean"] == record["mean"]
+        assert [r["mean"] for r in json.load(f)[-2:]] == [r["mean"] for r in records]
+    # `:K` names one member; the command line labels each line.
+    (one,) = evaluate.evaluate("anakin@latest:1", env="envpool:CartPole-v1", episodes=16,
+                               runs_root=runs)  # fmt: skip
+    assert one["member"] == 1 and one["mean"] == records[1]["mean"]
+    assert evaluate.main(["anakin", "--episodes", "4", "--runs-root", runs]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("anakin@") and ":0 (seed 0) on gymnax:CartPole-v1" in lines[0]
+    assert ":1 (seed 1) on gymnax:CartPole-v1" in lines[1]
+    assert lines[2].startswith("2 members: mean of their returns ")
 
 
 def test_a_sebulba_checkpoint_evaluates_on_gymnax(runs):
-    record = evaluate.evaluate("sebulba", env="gymnax:CartPole-v1", episodes=16, runs_root=runs)
+    (record,) = evaluate.evaluate("sebulba", env="gymnax:CartPole-v1", episodes=16, runs_root=runs)
     assert record["mean"] > 3 * RANDOM_CARTPOLE, record
+    assert "member" not in record and record["seed"] == 0
 
 
 def test_init_from_another_runtimes_run_starts_above_random(runs):

@@ -30,7 +30,7 @@ class Source(NamedTuple):
 
     run: RunDir
     step: str | int  # "latest", "best" or a checkpoint step
-    seed_index: int  # in a multi-seed run; 0 otherwise
+    seed_index: int | None  # `:K` in a multi-seed run or sweep; None when not named (0)
 
 
 class Loaded(NamedTuple):
@@ -61,7 +61,7 @@ def parse_source(
     if found is None:
         raise ConfigError(f"{owner}: no run at {path!r} (a run directory, or a run name in "
                           f"{os.fspath(runs_root)!r})")  # fmt: skip
-    return Source(RunDir.at(found), step, int(seed_text or 0))
+    return Source(RunDir.at(found), step, int(seed_text) if seed_text else None)
 
 
 def load(source: Source, spec: Any = None, owner: str = "--init-from") -> Loaded:
@@ -96,18 +96,17 @@ def load(source: Source, spec: Any = None, owner: str = "--init-from") -> Loaded
             raise ConfigError(f"{owner}: the run's agent was trained on {_describe(stored)}; "
                               f"{spec.name} is {_describe(spec)}")  # fmt: skip
         members = num_members(meta["config"])  # seeds, or a sweep's members
-        if source.seed_index >= members:
+        index = source.seed_index or 0
+        if index >= members:
             kind = "member" if meta["config"].get("sweep") else "seed"
-            raise ConfigError(
-                f"{owner}: {kind} {source.seed_index} of a run of {members} {kind}(s)"
-            )
-        agent = _agent(meta, spec, source.seed_index)
+            raise ConfigError(f"{owner}: {kind} {index} of a run of {members} {kind}(s)")
+        agent = _agent(meta, spec, index)
         try:
             train, _ = ckpt.restore_as_saved(step)
         except CheckpointError as e:
             raise ConfigError(f"{owner}: {e}") from None
     if members > 1:  # every leaf has a leading member axis
-        train = _index(train, source.seed_index)
+        train = _index(train, index)
     params = _fit(train["params"], _abstract_params(agent), loaded_config=meta, owner=owner)
     return Loaded(agent, params, train["opt_state"], step, meta)
 

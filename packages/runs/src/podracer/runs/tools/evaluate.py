@@ -3,13 +3,17 @@
     podracer eval runs/cartpole                          # the newest checkpoint, its own env
     podracer eval runs/cartpole@best --episodes 100      # the best by greedy evaluation
     podracer eval runs/cartpole --env envpool:CartPole-v1 --video 2
-    podracer eval runs/seeds@latest:3 --sampled          # seed 3 of a multi-seed run, sampled
+    podracer eval runs/seeds                             # every seed of a multi-seed run
+    podracer eval runs/seeds@latest:3 --sampled          # seed 3 of it, sampled
 
 A JaxEnv (catch, gymnax:..., brax:...) plays on device in one compiled loop; a host env
 (envpool:...) from Python, so a checkpoint of either runtime evaluates on either kind of
-env. Prints the return's mean, std, min and max over the episodes and appends the same to
-the run's `eval.json` (a list, one entry per evaluation); `--video N` also writes the first
-N episodes to `videos/eval_<step>_<env>.mp4`.
+env. A run of several seeds, or a sweep, is evaluated member by member unless `:K` names
+one; each line and record names its member, its training seed and its swept values.
+Prints the return's mean, std, min and max over the episodes and appends one record per
+member to the run's `eval.json` (a list, one entry per evaluation; `seed` is the member's
+training seed, `eval_seed` the one the episodes were played with); `--video N` also
+writes the first N episodes to `videos/eval_<step>[_<member>]_<env>.mp4`.
 """
 
 from __future__ import annotations
@@ -34,19 +38,53 @@ def evaluate(
     seed: int = 0,
     video: int = 0,
     runs_root: str = "runs",
-) -> dict[str, Any]:
-    """Plays `episodes` episodes of the agent saved at `source` and records them (in the
-    run's eval.json and, with `video`, an MP4); returns the record."""
+) -> list[dict[str, Any]]:
+    """Plays `episodes` episodes of each member of the agent saved at `source` (the one
+    `:K` names, else every one) and records them (in the run's eval.json and, with
+    `video`, an MP4); returns the records, one per member."""
+    from podracer.runs.source import parse_source
+    from podracer.runs.sweep import num_members
+
+    where = parse_source(source, runs_root, owner="podracer eval")
+    stored = where.run.read_config()
+    count = num_members(stored)
+    records = []
+    for k in range(count) if where.seed_index is None else [where.seed_index]:
+        # A fresh env for each member: member K plays the same episodes alone or not.
+        env_name, env_kwargs, jax_env, host_env = _eval_env(where.run, env, episodes, seed)
+        try:
+            records.append(_evaluate_member(
+                where._replace(seed_index=k), stored, count, env_name, env_kwargs, jax_env,
+                host_env, episodes, greedy, max_steps, seed, video,
+            ))  # fmt: skip
+        finally:
+            if host_env is not None:
+                host_env.close()
+    return records
+
+
+def _member_tags(stored: dict[str, Any], count: int, k: int) -> dict[str, Any]:
+    """Member k's label: its index, its training seed and its swept values (none for a
+    one-member run)."""
+    from podracer.runs.sweep import tags_of_member
+
+    if count == 1:
+        return {"seed": int(stored.get("seed", 0))}
+    tags = tags_of_member(stored, k) if stored.get("sweep") else {"seed": k}
+    values = {name: v for name, v in tags.items() if name not in ("member", "seed")}
+    seed = int(stored.get("seed", 0)) + int(tags["seed"])
+    return {"member": k, "seed": seed, **({"values": values} if values else {})}
+
+
+def _evaluate_member(where, stored, count, env_name, env_kwargs, jax_env, host_env, episodes,
+                     greedy, max_steps, seed, video) -> dict[str, Any]:  # fmt: skip
     import jax
 
     from podracer.agents.evaluation import env_keys
     from podracer.agents.evaluation import host_episodes
     from podracer.agents.evaluation import jax_episodes
     from podracer.runs.source import load
-    from podracer.runs.source import parse_source
 
-    where = parse_source(source, runs_root, owner="podracer eval")
-    env_name, env_kwargs, jax_env, host_env = _eval_env(where.run, env, episodes, seed)
     spec = (jax_env or host_env).spec
     loaded = load(where, spec, owner="podracer eval")
     params = loaded.params
@@ -61,19 +99,20 @@ def evaluate(
             loaded.agent, host_env, params, max_steps, greedy, jax.random.PRNGKey(seed)
         )
         returns, lengths = played.returns, played.lengths
-        host_env.close()
     returns, lengths = np.asarray(returns, np.float64), np.asarray(lengths)
+    tags = _member_tags(stored, count, where.seed_index)
+    suffix = f":{tags['member']}" if "member" in tags else ""
     record = {
         "time": time.time(),
-        "source": f"{where.run.name}@{loaded.step}"
-        + (f":{where.seed_index}" if where.seed_index else ""),
+        "source": f"{where.run.name}@{loaded.step}{suffix}",
         "step": loaded.step,
         "env_steps": loaded.metadata["env_steps"],
+        **tags,
         "env": env_name,
         **({"env_kwargs": env_kwargs} if env_kwargs else {}),
         "episodes": int(returns.size),
         "policy": "greedy" if greedy else "sampled",
-        "seed": seed,
+        "eval_seed": seed,
         "mean": float(returns.mean()),
         "std": float(returns.std()),
         "min": float(returns.min()),
@@ -86,7 +125,8 @@ def evaluate(
 
         recorder = Recorder(loaded.agent, env_name, episodes=video, greedy=greedy,
                             env_kwargs=env_kwargs)  # fmt: skip
-        name = f"eval_{loaded.step}_{env_name.replace(':', '-').replace('/', '-')}.mp4"
+        member = f"_{tags['member']}" if "member" in tags else ""
+        name = f"eval_{loaded.step}{member}_{env_name.replace(':', '-').replace('/', '-')}.mp4"
         record["video"] = recorder.record(os.path.join(where.run.videos, name), params, seed)
         recorder.close()
     _append(os.path.join(where.run.path, "eval.json"), record)
@@ -156,19 +196,26 @@ def main(argv: list[str] | None = None) -> int:
     from podracer.runs.checkpoint import CheckpointError
 
     try:
-        r = evaluate(args.source, args.env, args.episodes, not args.sampled, args.max_steps,
-                     args.seed, args.video, args.runs_root)  # fmt: skip
+        records = evaluate(args.source, args.env, args.episodes, not args.sampled,
+                           args.max_steps, args.seed, args.video, args.runs_root)  # fmt: skip
     except (ConfigError, CheckpointError) as e:
         message = str(e).removeprefix("podracer eval: ")
         print(f"podracer eval: error: {message}", file=sys.stderr)
         return 2
     from podracer.runs.tools.aggregate import format_number as num
 
-    print(
-        f"{r['source']} on {r['env']}: {r['episodes']} {r['policy']} episodes, return "
-        f"{num(r['mean'])} +- {num(r['std'])} (min {num(r['min'])}, max {num(r['max'])}), "
-        f"length {r['length_mean']:,.1f}"
-        + (f"; video {r['video']}" if "video" in r else "")
-        + ("" if math.isfinite(r["mean"]) else " (no finite return)")
-    )
+    for r in records:
+        label = f"seed {r['seed']}" + "".join(
+            f", {name} {num(value)}" for name, value in r.get("values", {}).items()
+        )
+        print(
+            f"{r['source']} ({label}) on {r['env']}: {r['episodes']} {r['policy']} episodes, "
+            f"return {num(r['mean'])} +- {num(r['std'])} (min {num(r['min'])}, max "
+            f"{num(r['max'])}), length {r['length_mean']:,.1f}"
+            + (f"; video {r['video']}" if "video" in r else "")
+            + ("" if math.isfinite(r["mean"]) else " (no finite return)")
+        )
+    if len(records) > 1:
+        means = [r["mean"] for r in records]
+        print(f"{len(records)} members: mean of their returns {num(float(np.mean(means)))}")
     return 0
