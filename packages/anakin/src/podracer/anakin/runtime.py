@@ -250,27 +250,31 @@ def make_rollout(agent: Agent, env: JaxEnv, rollout_length: int, flat_carry: boo
     def rollout(params, env_state, timestep, env_key, core, step):
         # T + 1 acting steps in one loop: the last acts on the last timestep only for its
         # action and extras (values to bootstrap from), with keys split in two rather than
-        # three, and its env step is thrown away (the next rollout acts on that timestep
-        # again, from the same core state, with the updated params). One traced and
-        # compiled `act` (MuZero: one search, not two); the values are the same.
+        # three, and takes no env step (the next rollout acts on that timestep again, from
+        # the same core state, with the updated params). One traced and compiled `act`
+        # (MuZero: one search, not two); the values are those of T steps then one more
+        # act. `lax.cond` on the step index (never batched, also under a seed vmap) skips
+        # the env step outright, where a select would copy the state every step.
+        def keys(final, env_key):
+            def last(k):
+                last_key, act_key = _split_per_env(k, 2)
+                return last_key, act_key, last_key  # no env step: no step key
+
+            return jax.lax.cond(final, last, lambda k: tuple(_split_per_env(k, 3)), env_key)
+
         def env_step(carry, t):
             env_state, timestep, env_key, core = carry
             final = t == rollout_length
-            next_key, act_key, step_key = _split_per_env(env_key, 3)
-            last_key, last_act_key = _split_per_env(env_key, 2)
-            act_key = jnp.where(final, last_act_key, act_key)
+            next_key, act_key, step_key = keys(final, env_key)
             action, extras, next_core = act(params, act_key, shaped(timestep, 1), core, step)
-            next_state, next_timestep = jax.vmap(env.step)(env_state, action, step_key)
-            unless_final = lambda new, old: jax.tree.map(  # noqa: E731
-                lambda n, o: jnp.where(final, o, n), new, old
-            )
-            carry = (
-                unless_final(next_state, env_state),
-                unless_final(flatten(next_timestep), timestep),
-                jnp.where(final, last_key, next_key),
-                unless_final(next_core, core),
-            )
-            return carry, (timestep, action, extras)
+
+            def advance(_):
+                next_state, next_timestep = jax.vmap(env.step)(env_state, action, step_key)
+                return next_state, flatten(next_timestep), next_core
+
+            stay = lambda _: (env_state, timestep, core)  # noqa: E731
+            env_state, next_timestep, next_core = jax.lax.cond(final, stay, advance, None)
+            return (env_state, next_timestep, next_key, next_core), (timestep, action, extras)
 
         timestep = timestep if flat_carry else flatten(timestep)
         (env_state, last, env_key, last_core), (timesteps, actions, extras) = jax.lax.scan(
