@@ -52,7 +52,9 @@ def first_param(params):
 def test_sources_name_a_run_a_step_and_a_seed(tmp_path):
     save_run(tmp_path, "a")
     source = parse_source("a", tmp_path)
-    assert (source.run.path, source.step, source.seed_index) == (str(tmp_path / "a"), "latest", 0)
+    # No `:K`: None, so that `podracer eval` takes every member (loading reads member 0).
+    expected = (str(tmp_path / "a"), "latest", None)
+    assert (source.run.path, source.step, source.seed_index) == expected
     assert parse_source(str(tmp_path / "a")).run.path == source.run.path
     source = parse_source("a@best:3", tmp_path)
     assert (source.step, source.seed_index) == ("best", 3)
