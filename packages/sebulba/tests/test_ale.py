@@ -24,4 +24,4 @@ def test_impala_trains_on_ale_breakout(tmp_path, async_envs, capsys):
     assert result.env_steps == 192 and np.isfinite(result.history[-1]["losses/total"])
     # Episodes of at most 20 steps end within the run, counted per game.
     assert sum(r["charts/episodes"] for r in result.history) >= 4
-    assert "stages, ms per rollout: " in capsys.readouterr().out
+    assert "stages, ms per rollout: " in capsys.readouterr().err

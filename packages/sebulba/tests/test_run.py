@@ -218,7 +218,7 @@ def test_cpu_actors_on_a_cpu_machine_are_the_default_layout(tiny):
 @pytest.mark.parametrize("actor_loop", ["xla", "python"])
 def test_the_run_ends_with_its_stage_breakdown(tiny, actor_loop, capsys):
     train(tiny(actor_loop=actor_loop, total_env_steps=8 * 4 * 4))
-    line = next(x for x in capsys.readouterr().out.splitlines() if "stages" in x)
+    line = next(x for x in capsys.readouterr().err.splitlines() if "stages" in x)
     phases = ("env_and_inference",) if actor_loop == "xla" else ("env", "inference")
     for phase in (*phases, "queue_put", "wait", "update", "publish", "actors busy"):
         assert f"{phase} " in line, (phase, line)

@@ -26,6 +26,7 @@ update, publish the params, log, evaluate, checkpoint.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from collections.abc import Sequence
@@ -223,5 +224,6 @@ def learn(
         run.maybe_record(learner.agent, state.params)
         run.maybe_save(spec, state)
     if run.is_writer and metrics.stages():
-        print(f"{run.runtime}: {metrics.stages()}", flush=True)
+        # Beside the progress line (stderr): stdout keeps the run's one summary line.
+        print(f"{run.runtime}: {metrics.stages()}", file=sys.stderr, flush=True)
     return state
