@@ -3,8 +3,6 @@
 import pathlib
 import subprocess
 
-import pytest
-
 from podracer.envs import extras
 
 
