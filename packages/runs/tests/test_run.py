@@ -274,3 +274,18 @@ def test_the_final_return_is_the_plot_s_each_seed_s_last_tenth_then_the_mean():
     # The last 10% of steps 100..1000 is >= 910: only step 1000 (100 and 0).
     assert final_return(result) == 50.0
     assert final_return(result, last=2) == (95.0 + 0.0) / 2
+
+
+def test_a_run_result_s_repr_is_a_short_summary_naming_the_run_dir(tmp_path, toy_train):
+    result = toy_train(toy(tmp_path))
+    big = result._replace(
+        state={"params": np.zeros((1000, 1000), np.float32)},
+        history=[{"env_steps": s, "seed": k, "charts/episodic_return": 1.0}
+                 for s in range(10, 10_001, 10) for k in range(4)],
+    )  # fmt: skip
+    for r in (result, big):
+        text = repr(r)
+        assert len(text) < 400 and "\n" not in text, text
+        assert repr(result.run_dir) in text and "env_steps=" in text and "sps=" in text
+    assert "members=4" in repr(big) and "final_return=1" in repr(big)
+    assert "members=1" in repr(result) and "final_return=5," in repr(result)

@@ -29,6 +29,17 @@ class RunResult(NamedTuple):
     # instead of compiling: 0 on a first start, or without a cache.
     compile_cache_hits: int = 0
 
+    def __repr__(self) -> str:
+        """A one-line summary; `state` and `history` (params, every row) are left out."""
+        members = {(r.get("member"), r.get("seed")) for r in self.history}
+        return (
+            f"RunResult(run_dir={self.run_dir!r}, env_steps={self.env_steps:,}, "
+            f"steps={self.steps}, sps={self.sps:,.0f}, "
+            f"final_return={history_return(self.history):.4g}, members={max(len(members), 1)}, "
+            f"rows={len(self.history)}, compile_seconds={self.compile_seconds:.1f}, "
+            f"compile_cache_hits={self.compile_cache_hits}, interrupted={self.interrupted})"
+        )
+
 
 FINAL_FRACTION = 0.1  # "final return": each seed's mean over its last 10% of env steps
 
