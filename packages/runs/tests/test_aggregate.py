@@ -199,6 +199,19 @@ def test_iqm_of_a_known_array():
     np.testing.assert_allclose(agg.iqm(scores), per_column)
 
 
+@pytest.mark.parametrize("n", range(1, 13))
+def test_iqm_is_the_sorted_middle_half_s_mean_for_every_number_of_seeds(n):
+    def by_hand(scores):  # what `iqm` computed before it was scipy's trim_mean
+        scores = np.sort(np.asarray(scores, float), axis=0)
+        cut = int(0.25 * len(scores))
+        return np.mean(scores[cut : len(scores) - cut], axis=0)
+
+    rng = np.random.default_rng(n)
+    for scores in (rng.normal(size=n), rng.normal(size=(n, 5)), rng.integers(0, 3, (n, 3))):
+        np.testing.assert_allclose(agg.iqm(scores), by_hand(scores), rtol=1e-12)
+        assert np.shape(agg.iqm(scores)) == np.shape(scores)[1:]
+
+
 def test_bootstrap_interval_contains_the_estimate_shrinks_with_seeds_and_repeats():
     rng = np.random.default_rng(1)
     widths = {}
