@@ -69,3 +69,50 @@ def test_auto_names_follow_cleanrl_and_never_reuse_a_folder(tmp_path):
     assert name == "gymnax-CartPole-v1__ppo__3__1700000000"
     os.makedirs(tmp_path / name)
     assert auto_name("gymnax:CartPole-v1", "ppo", 3, tmp_path, now=1700000000) == name + "-1"
+
+
+def test_the_run_lock_is_a_filelock_held_until_release(tmp_path):
+    import filelock
+
+    from podracer.runs.directory import RunInUse
+
+    run = RunDir(tmp_path, "held")
+    held = run.lock()
+    assert isinstance(held.lock, filelock.FileLock) and held.lock.is_locked
+    with pytest.raises(RunInUse, match=rf"in use by pid {os.getpid()} on host"):
+        run.lock()
+    with pytest.raises(filelock.Timeout):  # what another filelock user sees
+        filelock.FileLock(run.lock_file).acquire(blocking=False)
+    held.release()
+    assert os.listdir(tmp_path) == []  # no lock file left behind
+    run.lock().release()  # free again
+
+
+def test_a_killed_holder_s_lock_file_is_taken_over(tmp_path):
+    run = RunDir(tmp_path, "stale")
+    (tmp_path / ".stale.lock").write_text("pid 1 on host gone\n")  # flock died with it
+    held = run.lock()
+    assert (tmp_path / ".stale.lock").read_text().startswith(f"pid {os.getpid()} on host")
+    held.release()
+
+
+def test_a_lock_held_by_another_process_names_it(tmp_path):
+    import subprocess
+    import sys
+
+    from podracer.runs.directory import RunInUse
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from podracer.runs.directory import RunDir; "
+         f"lock = RunDir({str(tmp_path)!r}, 'x').lock(); print('held', flush=True); "
+         "sys.stdin.read(); lock.release()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline() == "held\n"
+        with pytest.raises(RunInUse, match=rf"in use by pid {holder.pid} on host"):
+            RunDir(tmp_path, "x").lock()
+    finally:
+        holder.communicate("", timeout=60)
+    assert holder.returncode == 0 and os.listdir(tmp_path) == []
+    RunDir(tmp_path, "x").lock().release()

@@ -15,12 +15,15 @@ Nothing here deletes a file the user or an earlier run wrote.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import socket
 import time
+from typing import TYPE_CHECKING
 from typing import Any
+
+if TYPE_CHECKING:
+    import filelock
 
 
 class RunInUse(RuntimeError):
@@ -28,22 +31,21 @@ class RunInUse(RuntimeError):
 
 
 class RunLock:
-    """A held run lock (an open, `flock`ed file); `release` removes the file, then
-    unlocks it, so a run leaves no lock file behind (a killed holder's file stays, and
-    is simply taken by the next start)."""
+    """A held run lock (a `filelock.FileLock`: `flock` on Unix); `release` removes the
+    file, then unlocks it, so a run leaves no lock file behind (a killed holder's file
+    stays, and is simply taken by the next start)."""
 
-    def __init__(self, fd: int, path: str):
-        self._fd: int | None = fd
-        self._path = path
+    def __init__(self, lock: filelock.FileLock):
+        self.lock: filelock.FileLock | None = lock  # held until `release`
 
     def release(self) -> None:
-        if self._fd is not None:
+        if self.lock is not None:
             try:
-                os.unlink(self._path)  # still locked: no other start holds this file
+                os.unlink(self.lock.lock_file)  # still locked: no other start holds this file
             except FileNotFoundError:
                 pass
-            os.close(self._fd)  # releases the flock
-            self._fd = None
+            self.lock.release(force=True)
+            self.lock = None
 
 
 class RunDir:
@@ -77,27 +79,28 @@ class RunDir:
         """Takes the run's lock, without waiting: one process (group) trains a run at a
         time. Raises `RunInUse` naming the holder's pid and host when another holds it.
         The OS releases it when the holder exits, however it exits (kill -9 included)."""
+        import filelock
+
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        while True:
-            fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+
+        def record_holder(fd: int) -> None:  # read by a start this lock refuses
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"pid {os.getpid()} on host {socket.gethostname()}\n".encode(), 0)
+
+        lock = filelock.FileLock(self.lock_file, thread_local=False, on_acquired=record_holder)
+        for attempt in range(_LOCK_ATTEMPTS):
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = os.pread(fd, 256, 0).decode(errors="replace").strip()
-                os.close(fd)
+                lock.acquire(blocking=False)
+                return RunLock(lock)
+            except filelock.Timeout:
+                holder = _read_holder(self.lock_file)
+            # No holder named: the one before us removed its file as it released it (our
+            # lock was on a file no longer at the path), or has not yet written its name.
+            if holder or attempt == _LOCK_ATTEMPTS - 1:
                 holder = holder or "another process"
                 raise RunInUse(f"run {self.path} is in use by {holder}") from None
-            # The holder before us removes the file as it releases it: a lock on a file
-            # no longer at the path holds nothing, so take the one that is there now.
-            try:
-                if os.stat(self.lock_file).st_ino == os.fstat(fd).st_ino:
-                    break
-            except FileNotFoundError:
-                pass
-            os.close(fd)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()} on host {socket.gethostname()}\n".encode(), 0)
-        return RunLock(fd, self.lock_file)
+            time.sleep(0.01)
+        raise AssertionError("unreachable")
 
     def exists(self) -> bool:
         """Whether a run was started here (its config was written)."""
@@ -126,6 +129,18 @@ class RunDir:
     def append_resume(self, record: dict[str, Any]) -> None:
         with open(self.resumes_file, "a") as f:
             f.write(json.dumps(record, sort_keys=True) + "\n")
+
+
+_LOCK_ATTEMPTS = 20
+
+
+def _read_holder(path: str) -> str:
+    """What a lock's holder wrote in its file (`RunDir.lock`); "" if nothing, or no file."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(256).decode(errors="replace").strip()
+    except FileNotFoundError:
+        return ""
 
 
 def read_jsonl(path: str) -> list[dict[str, Any]]:
