@@ -1,7 +1,9 @@
 """The status line of a run: what it is doing, then steps, SPS, return, elapsed and ETA.
 
 On a terminal the line rewrites itself; piped (a log file, a cluster job) it prints a
-plain line at most every 5 seconds, and always the last one.
+plain line at most every 5 seconds, and always the last one. (Not tqdm: its rate and ETA
+count the compile, piped it writes carriage-return frames, not lines, and its bar and
+total go blank once a run's last chunk passes the total.)
 """
 
 from __future__ import annotations
