@@ -5,6 +5,8 @@ import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
+import pytest
 
 from podracer.agents import novelty
 from podracer.agents.normalization import update_stats
@@ -89,6 +91,26 @@ def test_faded_weight_falls_linearly_over_the_fraction_of_the_run():
     # Swept members (arrays) fade each by their own fraction.
     got = novelty.faded_weight(params, jnp.array([2.0, 2.0]), jnp.array([0.0, 0.5]), 20)
     np.testing.assert_allclose(got, [2.0, 1.4], rtol=1e-6)
+
+
+def test_faded_weight_is_optax_linear_schedule_but_takes_a_traced_fade():
+    """Written out, not optax's: a sweep traces `fade`, so the horizon is traced, and
+    optax's schedules branch in Python on their `transition_steps`. Where the fade is a
+    number the two agree."""
+    params = novelty.init_novelty(jax.random.key(3), (3,))
+    for fade, total in [(0.5, 20), (0.1, 20), (0.25, 7), (1e-3, 10)]:
+        horizon = max(fade * total, 1.0)
+        schedule = optax.linear_schedule(2.0, 0.0, horizon)
+        for count in [0.0, 1.0, horizon / 2, horizon - 1, horizon, horizon + 1, 3 * total]:
+            counted = {**params, novelty.UPDATES_KEY: {"count": jnp.float32(count)}}
+            np.testing.assert_allclose(
+                novelty.faded_weight(counted, 2.0, fade, total), schedule(jnp.float32(count)),
+                rtol=1e-6, atol=1e-7,
+            )  # fmt: skip
+    faded = jax.jit(lambda fade: novelty.faded_weight(params, 2.0, fade, 20))
+    np.testing.assert_allclose(faded(jnp.float32(0.5)), 2.0)
+    with pytest.raises(jax.errors.TracerBoolConversionError):
+        jax.jit(lambda fade: optax.linear_schedule(2.0, 0.0, fade * 20)(0))(jnp.float32(0.5))
 
 
 def test_a_window_weighs_the_latest_errors():

@@ -1,6 +1,7 @@
 """Q(lambda): the loss against Peng's Q(lambda) targets computed in numpy."""
 
 import dataclasses
+import types
 
 import chex
 import jax
@@ -156,6 +157,49 @@ def test_epsilon_falls_linearly_over_the_first_tenth_of_the_updates():
     values = [float(epsilon(step)) for step in (0, 50, 100, 500)]
     np.testing.assert_allclose(values, [1.0, 0.525, 0.05, 0.05], rtol=1e-6)
     assert float(epsilon_schedule(QLambdaConfig(epsilon=0.3), 1000)(7)) == pytest.approx(0.3)
+
+
+def _hand_epsilon(config, total_updates, step):
+    """The epsilon schedule written out before it was optax's linear schedule."""
+    span = max(1.0, config.epsilon_decay * total_updates)
+    frac = jnp.minimum(jnp.asarray(step, jnp.float32) / span, 1.0)
+    return config.epsilon_start + frac * (config.epsilon - config.epsilon_start)
+
+
+@pytest.mark.parametrize(
+    "start, end, decay, total",
+    [(1.0, 0.05, 0.1, 1000), (1.0, 0.05, 0.1, 9766), (0.5, 0.01, 0.25, 333),
+     (1.0, 0.1, 1e-4, 100), (1.0, 0.0, 1.0, 7)],
+)  # fmt: skip
+def test_epsilon_schedule_is_the_hand_written_one(start, end, decay, total):
+    """Within a float32 rounding of the hand-written schedule as the runtimes compute it
+    (jitted): optax computes (start - end)(1 - t) + end, it start + t (end - start). From
+    the end of the decay on it is `epsilon` exactly (the hand-written one was a rounding
+    off)."""
+    config = PQNConfig(epsilon_start=start, epsilon=end, epsilon_decay=decay)
+    span = max(1.0, decay * total)
+    steps = np.unique(np.array([0, 1, span / 2, span - 1, span, span + 1, total, 5 * total],
+                               np.int32))  # fmt: skip
+    steps = jnp.asarray(steps)
+    got = jax.jit(epsilon_schedule(config, total))(steps)
+    want = jax.jit(lambda s: _hand_epsilon(config, total, s))(steps)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-7)
+    assert got[0] == np.float32(start)
+    np.testing.assert_array_equal(got[steps >= span], np.float32(end))
+    np.testing.assert_allclose(epsilon_schedule(config, total)(steps), got, rtol=0, atol=1e-7)
+
+
+def test_epsilon_schedule_takes_swept_epsilons():
+    """A sweep traces `epsilon_start` and `epsilon` (one per member); the decay's span
+    stays a Python number."""
+    steps = jnp.arange(0, 30, dtype=jnp.int32)
+
+    def member(start, end):
+        config = types.SimpleNamespace(epsilon_start=start, epsilon=end, epsilon_decay=0.2)
+        return epsilon_schedule(config, 100)(steps), _hand_epsilon(config, 100, steps)
+
+    got, want = jax.jit(jax.vmap(member))(jnp.array([1.0, 0.5]), jnp.array([0.05, 0.1]))
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-7)
 
 
 def test_acting_follows_the_schedule(vector_spec):

@@ -85,12 +85,14 @@ def annealed(
     PQN's schedule); the constant rate when the run's length is unknown."""
     if not total_updates:
         return learning_rate
-
-    def schedule(count):
-        frac = 1.0 - (count // steps_per_update) / total_updates
-        return learning_rate * jnp.maximum(frac, 0.0)
-
-    return schedule
+    # Exactly 0 from the end on (the linear part alone can end a rounding below 0: XLA
+    # divides by a constant as a product with its reciprocal). `total_updates` is a
+    # Python int, as optax needs; `learning_rate` may be a sweep's traced value.
+    falling = optax.join_schedules(
+        [optax.linear_schedule(learning_rate, 0.0, total_updates), optax.constant_schedule(0.0)],
+        [total_updates],
+    )
+    return lambda count: falling(count // steps_per_update)
 
 
 def minibatch_update(

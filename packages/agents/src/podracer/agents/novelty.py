@@ -132,7 +132,8 @@ def faded_weight(
 ) -> chex.Array:
     """`weight` falling linearly to 0 over the first `fade` (a fraction) of the run's
     `total_updates`, by the batches counted so far; constant where `fade` is 0 or the
-    run's length is not known."""
+    run's length is not known. Written out rather than `optax.linear_schedule`: a sweep
+    traces `fade`, so the horizon is traced, and optax branches on its `transition_steps`."""
     if total_updates is None:
         return jnp.asarray(weight, jnp.float32)
     horizon = jnp.maximum(jnp.asarray(fade, jnp.float32) * total_updates, 1.0)

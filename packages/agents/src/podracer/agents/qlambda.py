@@ -23,6 +23,7 @@ from typing import NamedTuple
 import chex
 import jax
 import jax.numpy as jnp
+import optax
 import rlax
 
 from podracer.agents import returns
@@ -60,13 +61,15 @@ def epsilon_schedule(config: QLambdaConfig, total_updates: int | None):
     first `epsilon_decay` of the run's updates (then constant)."""
     if config.epsilon_start is None or not total_updates:
         return lambda step: jnp.float32(config.epsilon)
+    # `span` a Python float, as optax needs (the epsilons may be a sweep's traced values);
+    # exactly `epsilon` from its end on, where the linear part alone can miss it by a rounding.
     span = max(1.0, config.epsilon_decay * total_updates)
-
-    def epsilon(step):
-        frac = jnp.minimum(jnp.asarray(step, jnp.float32) / span, 1.0)
-        return config.epsilon_start + frac * (config.epsilon - config.epsilon_start)
-
-    return epsilon
+    falling = optax.join_schedules(
+        [optax.linear_schedule(config.epsilon_start, config.epsilon, span),
+         optax.constant_schedule(config.epsilon)],
+        [span],
+    )  # fmt: skip
+    return lambda step: falling(jnp.asarray(step, jnp.float32))
 
 
 def q_network(spec: EnvSpec, config: QLambdaConfig) -> QNetwork:
