@@ -1,6 +1,8 @@
 """Categorical policy helpers against numpy, and epsilon-greedy frequencies; diagonal
 Gaussians (log-probabilities, entropies, tanh squashing) against closed forms and scipy."""
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -159,3 +161,45 @@ def test_action_policy_picks_the_space_and_keeps_categorical_maths():
     np.testing.assert_array_equal(discrete.greedy(logits), [2])
     with pytest.raises(ValueError, match="squash must be one of"):
         action_policy(BOX, "sigmoid")
+
+
+def test_distrax_agrees_but_scores_squashed_actions_at_the_bounds_worse():
+    """Why the Gaussian maths stay written out rather than distrax's (issue #54): distrax
+    (installed with rlax) warns on import under this jax (tensorflow_probability's JAX
+    substrate reads the deprecated `jax.core.pytype_aval_mappings`). Its values agree with
+    ours: the diagonal Gaussian's log-probability and entropy, and the tanh-squashed
+    density of the raw sample u (`Block(Tanh)`'s Jacobian is the same softplus form). But
+    its `Transformed` distribution scores the squashed action a, inverting tanh: a loses
+    its precision as |u| grows (the log-probability off by ~3e-3 at |u| = 7) and is not
+    finite once tanh(u) rounds to +-1 (|u| >= ~8 in float32), where ours, taking u from
+    the acting extras, stays exact."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        distrax = pytest.importorskip("distrax")
+    rng = np.random.default_rng(5)
+    mean = jnp.asarray(rng.normal(size=(64, 2)), jnp.float32)
+    log_std = jnp.asarray(0.5 * rng.normal(size=(64, 2)), jnp.float32)
+    dist = Gaussian(mean, log_std)
+    u = sample_gaussian(jax.random.key(6), dist)
+    u = u.at[:4].set(jnp.array([[9.0, -9.0], [12.0, 0.5], [-30.0, 20.0], [7.0, -7.0]]))
+    base = distrax.MultivariateNormalDiag(mean, jnp.exp(log_std))
+    np.testing.assert_allclose(base.log_prob(u), gaussian_log_prob(dist, u), rtol=1e-5)
+    np.testing.assert_allclose(base.entropy(), gaussian_entropy(dist), rtol=1e-6)
+
+    low, high = BOX.action_bounds()
+    half = jnp.asarray((high - low) / 2)
+    squash = distrax.Block(
+        distrax.Chain([distrax.ScalarAffine(shift=jnp.asarray(low) + half, scale=half),
+                       distrax.Tanh()]), 1
+    )  # fmt: skip
+    policy = gaussian_policy(BOX, "tanh")
+    ours = policy.log_prob(dist, tanh_squash(u, low, high), {"raw_action": u})
+    assert np.all(np.isfinite(ours))
+    np.testing.assert_allclose(
+        ours, base.log_prob(u) - squash.forward_log_det_jacobian(u), rtol=1e-5, atol=1e-4
+    )
+    theirs = distrax.Transformed(base, squash).log_prob(tanh_squash(u, low, high))
+    inside = np.all(np.abs(np.asarray(u)) < 4.0, axis=-1)
+    np.testing.assert_allclose(theirs[inside], ours[inside], rtol=1e-4, atol=1e-3)
+    assert not np.any(np.isfinite(theirs[:3]))  # |u| >= 9: tanh(u) rounds to +-1
+    assert abs(float(theirs[3] - ours[3])) > 1e-3  # |u| = 7: a has lost u's precision

@@ -66,6 +66,10 @@ def epsilon_greedy(key: chex.PRNGKey, q: chex.Array, epsilon: float) -> chex.Arr
 #   density is log N(u) - log|da/du| (change of variables). The Jacobian does not depend
 #   on the parameters, so it cancels in ratios; entropies are the Gaussian's (the squashed
 #   one has no closed form), a common bonus for both.
+#
+# Written out rather than distrax's (which agrees; tests/test_policy.py compares them):
+# distrax warns on import under this jax, and its tanh-`Transformed` distribution scores
+# the squashed action by inverting tanh, which is not finite at the box's bounds.
 
 SQUASHES = ("clip", "tanh")
 _LOG_2PI = float(np.log(2.0 * np.pi))
