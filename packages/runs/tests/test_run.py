@@ -7,6 +7,7 @@ milliseconds; the runtimes' own tests run the same rules through their real loop
 
 import json
 import os
+import platform
 import signal
 import subprocess
 import sys
@@ -289,3 +290,34 @@ def test_a_run_result_s_repr_is_a_short_summary_naming_the_run_dir(tmp_path, toy
         assert repr(result.run_dir) in text and "env_steps=" in text and "sps=" in text
     assert "members=4" in repr(big) and "final_return=1" in repr(big)
     assert "members=1" in repr(result) and "final_return=5," in repr(result)
+
+
+def test_a_run_records_its_provenance_and_a_resume_adds_its_own(tmp_path, toy_train):
+    toy_train(toy(tmp_path, total_env_steps=30))
+    first = (tmp_path / "toy" / "provenance.json").read_text()
+    record = json.loads(first)
+    assert record["argv"] == sys.argv and record["python"] == platform.python_version()
+    assert {"podracer-runs", "jax", "jaxlib"} <= record["packages"].keys()
+    assert "git" in record and "time" in record
+    toy_train(toy(tmp_path, total_env_steps=50, resume=True))
+    toy_train(toy(tmp_path, total_env_steps=60, resume=True))
+    assert (tmp_path / "toy" / "provenance.json").read_text() == first  # the first start's
+    resumes = [json.loads(x) for x in (tmp_path / "toy" / "resumes.jsonl").read_text().splitlines()]
+    assert [r["provenance"].keys() == record.keys() for r in resumes] == [True, True]
+    assert resumes[0]["provenance"]["time"] > record["time"]
+
+
+def test_a_run_shows_its_hyperparameters_in_tensorboard(tmp_path, toy_train):
+    from podracer.runs.writer import read_tensorboard_text
+
+    toy_train(toy(tmp_path, total_env_steps=30, tensorboard=True))
+    toy_train(toy(tmp_path, total_env_steps=50, tensorboard=True, resume=True))
+    ((tag, step, table),) = read_tensorboard_text(tmp_path / "toy" / "tensorboard")
+    assert tag == "hyperparameters" and step == 30  # the resume's, from its start
+    lines = table.splitlines()
+    assert lines[:3] == ["|param|value|", "|-|-|", "|runtime|toy|"]
+    assert "|total_env_steps|50|" in lines and "|agent_config.learning_rate|0.001|" in lines
+    (aside,) = (tmp_path / "toy" / "replaced").iterdir()  # the first start's, kept
+    assert [(t, s) for t, s, _ in read_tensorboard_text(aside / "tensorboard")] == [
+        ("hyperparameters", 0)
+    ]

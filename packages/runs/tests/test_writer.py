@@ -131,3 +131,29 @@ import torch  # the process can still import it
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "site"), env.get("PYTHONPATH", "")])
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)
     assert mark.read_text() == "imported\n"  # once: by the last line, not by tensorboardX
+
+
+def test_a_text_goes_to_every_tensorboard_run_and_not_among_the_scalars(tmp_path):
+    from podracer.runs.writer import hyperparameter_table
+    from podracer.runs.writer import read_tensorboard_text
+
+    table = hyperparameter_table({"env": "a|b", "agent_config": {"lr": 0.1, "sizes": [64]}})
+    assert table.splitlines() == ["|param|value|", "|-|-|", "|env|a\\|b|",
+                                  "|agent_config.lr|0.1|", "|agent_config.sizes|[64]|"]  # fmt: skip
+    run = RunDir(tmp_path, "seeds")
+    writer = MetricWriter(run)
+    writer.write(8, {"x": 0.0}, {"seed": 0})  # a TensorBoard run opened before the text
+    writer.write_text("hyperparameters", table)
+    for seed in range(2):
+        writer.write(16, {"x": float(seed)}, {"seed": seed})
+    writer.close()
+    assert sorted(os.listdir(run.tensorboard)) == ["seed_0", "seed_1"]
+    for seed in range(2):
+        folder = os.path.join(run.tensorboard, f"seed_{seed}")
+        assert read_tensorboard_text(folder) == [("hyperparameters", 0, table)]
+        assert all(tag == "x" for tag, _, _ in read_tensorboard(folder))
+    off = MetricWriter(RunDir(tmp_path, "off"), tensorboard=False)
+    off.write_text("t", "x")  # nothing to write it to, as for other processes' writers
+    off.close()
+    MetricWriter(None).write_text("t", "x")
+    assert not os.path.exists(os.path.join(tmp_path, "off", "tensorboard"))

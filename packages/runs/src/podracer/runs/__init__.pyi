@@ -5,7 +5,6 @@ from .checkpoint import Checkpointer as Checkpointer
 from .checkpoint import CheckpointError as CheckpointError
 from .checkpoint import CheckpointMismatch as CheckpointMismatch
 from .checkpoint import abstract_like as abstract_like
-from .checkpoint import package_versions as package_versions
 from .cli import parse_cli as parse_cli
 from .cli import run_cli as run_cli
 from .config import RunConfig as RunConfig
@@ -26,6 +25,7 @@ from .presets import find_preset as find_preset
 from .presets import register_layout as register_layout
 from .presets import register_preset as register_preset
 from .progress import Progress as Progress
+from .provenance import package_versions as package_versions
 from .result import RunResult as RunResult
 from .result import final_return as final_return
 from .run import Restored as Restored

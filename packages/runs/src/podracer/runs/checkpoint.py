@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import glob
-import importlib.metadata
 import logging
 import os
 import shutil
@@ -40,20 +39,9 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from podracer.runs.config import to_jsonable
+from podracer.runs.provenance import package_versions
 
 FORMAT = 2  # of the metadata; 1 (podracer 0.1) stored one "state" item
-
-
-def package_versions() -> dict[str, str]:
-    names = ("podracer-envs", "podracer-agents", "podracer-search", "podracer-anakin",
-             "podracer-sebulba", "jax", "flax", "optax", "orbax-checkpoint")  # fmt: skip
-    out = {}
-    for name in names:
-        try:
-            out[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            pass
-    return out
 
 
 def abstract_like(tree: Any, sharding: Any = None) -> Any:

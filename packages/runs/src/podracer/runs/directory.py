@@ -3,7 +3,9 @@
     runs/<name>/
       config.json       the run's config (the current one, after any resume)
       metrics.jsonl     one JSON object per logged row: env_steps, time, metrics
-      resumes.jsonl     one line per resume: the checkpoint restored, the fields changed
+      provenance.json   what the first start ran with: versions, git commit, command line
+      resumes.jsonl     one line per resume: the checkpoint restored, the fields changed,
+                        its own provenance
       tensorboard/      TensorBoard events (rebuilt from metrics.jsonl after a resume)
       checkpoints/      Orbax checkpoints, one folder per loop step
       eval.json, videos/, plots/   what the tools add
@@ -60,6 +62,7 @@ class RunDir:
         self.metrics_file = os.path.join(self.path, "metrics.jsonl")
         self.config_file = os.path.join(self.path, "config.json")
         self.resumes_file = os.path.join(self.path, "resumes.jsonl")
+        self.provenance_file = os.path.join(self.path, "provenance.json")
         self.tensorboard = os.path.join(self.path, "tensorboard")
         self.videos = os.path.join(self.path, "videos")
 
@@ -110,6 +113,15 @@ class RunDir:
         """Writes config.json atomically (a reader never sees half a file)."""
         os.makedirs(self.path, exist_ok=True)
         _write_json(self.config_file, config)
+
+    def write_provenance(self, record: dict[str, Any]) -> bool:
+        """Writes provenance.json (`podracer.runs.provenance`), the run's first start's;
+        never replaces one (False): a resume records its own in resumes.jsonl."""
+        if os.path.exists(self.provenance_file):
+            return False
+        os.makedirs(self.path, exist_ok=True)
+        _write_json(self.provenance_file, record)
+        return True
 
     def read_config(self) -> dict[str, Any]:
         try:

@@ -48,10 +48,12 @@ from podracer.runs.directory import RunLock
 from podracer.runs.directory import auto_name
 from podracer.runs.distributed import initialize_distributed
 from podracer.runs.progress import Progress
+from podracer.runs.provenance import provenance
 from podracer.runs.result import RunResult
 from podracer.runs.result import history_return
 from podracer.runs.signals import StopSignals
 from podracer.runs.writer import MetricWriter
+from podracer.runs.writer import hyperparameter_table
 
 EVAL_METRIC = "eval/episodic_return"  # what "best" checkpoints are ranked by
 
@@ -266,11 +268,16 @@ class Run:
             _check_renders(spec, type(config).__name__)
         if self.is_writer:
             self.dir.write_config({"runtime": self.runtime, **config.to_json()})
+            # What ran: the first start's in provenance.json, each resume's in its record.
+            ran = provenance()
             if config.resume:
                 self.dir.append_resume({
                     "time": time.time(), "restored": self._restored, "skipped": self._skipped,
                     "changes": {k: list(v) for k, v in self._changes.items() if k != "resume"},
+                    "provenance": ran,
                 })  # fmt: skip
+            else:
+                self.dir.write_provenance(ran)
         wandb = None
         if config.wandb_project:
             wandb = dict(
@@ -280,6 +287,11 @@ class Run:
         self._writer = MetricWriter(
             self.dir if self.is_writer else None, config.tensorboard,
             truncate_after=self.env_steps if config.resume else None, wandb=wandb,
+        )  # fmt: skip
+        # As CleanRL does: the config as a table in TensorBoard's text tab.
+        self._writer.write_text(
+            "hyperparameters", hyperparameter_table({"runtime": self.runtime, **config.to_json()}),
+            self.env_steps,
         )  # fmt: skip
         self._progress = Progress(
             self.total_env_steps, self.env_steps, enabled=config.progress and self.is_writer

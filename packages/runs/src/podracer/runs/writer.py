@@ -10,12 +10,14 @@ writes; other processes get a writer that drops everything, so callers never bra
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import math
 import os
 import sys
 import time
+from collections.abc import Iterator
 from collections.abc import Mapping
 from typing import Any
 
@@ -49,6 +51,7 @@ class MetricWriter:
         self._run_dir = run_dir
         self._file = None
         self._tb: dict[str, Any] = {}
+        self._texts: list[Any] = []  # `write_text`'s events, for each TensorBoard run
         self._tb_flushed = time.monotonic()
         self._tensorboard = tensorboard
         self._wandb = None
@@ -115,20 +118,43 @@ class MetricWriter:
         # through a process queue to a writer thread, ~0.3 ms per row of host time, much
         # of a small Anakin call's (benchmarks/harness_ab.py). Flushed once a second and
         # on close; metrics.jsonl, flushed every row, is the record events are rebuilt from.
-        EventsWriter, Event, Summary = self._events
-        member = _member_folder(row)
-        if member not in self._tb:
-            folder = os.path.join(self._run_dir.tensorboard, member)
-            os.makedirs(folder, exist_ok=True)
-            self._tb[member] = EventsWriter(os.path.join(folder, "events"))
+        _, Event, Summary = self._events
         values = [
             Summary.Value(tag=k, simple_value=v) for k, v in row.items()
             if k not in _NOT_SCALARS and math.isfinite(v)
         ]  # fmt: skip
-        self._tb[member].write_event(
+        self._events_file(_member_folder(row)).write_event(
             Event(wall_time=row.get("time", time.time()), step=row["env_steps"],
                   summary=Summary(value=values))
         )  # fmt: skip
+        self._flush_now_and_then()
+
+    def write_text(self, tag: str, text: str, env_steps: int = 0) -> None:
+        """A text (markdown) in TensorBoard's text tab, in every TensorBoard run of this
+        run (each seed's or member's, as its first row opens it): how a run shows its
+        hyperparameters (`hyperparameter_table`). Not in metrics.jsonl, so the events a
+        resume rebuilds lack it: the resume writes its own."""
+        if self._file is None or not self._tensorboard:
+            return
+        _, Event, _ = self._events
+        event = Event(wall_time=time.time(), step=int(env_steps),
+                      summary=_text_summary(tag, text))  # fmt: skip
+        self._texts.append(event)
+        for tb in self._tb.values():
+            tb.write_event(event)
+
+    def _events_file(self, member: str) -> Any:
+        """The event file of a TensorBoard run: `member`'s folder, "" the run's own."""
+        if member not in self._tb:
+            EventsWriter = self._events[0]
+            folder = os.path.join(self._run_dir.tensorboard, member)
+            os.makedirs(folder, exist_ok=True)
+            self._tb[member] = EventsWriter(os.path.join(folder, "events"))
+            for event in self._texts:
+                self._tb[member].write_event(event)
+        return self._tb[member]
+
+    def _flush_now_and_then(self) -> None:
         now = time.monotonic()
         if now - self._tb_flushed >= 1.0:
             for tb in self._tb.values():
@@ -148,6 +174,21 @@ class MetricWriter:
 
 
 _NOT_SCALARS = ("env_steps", "time", "seed", "member")
+
+
+def hyperparameter_table(config: Mapping[str, Any]) -> str:
+    """A config as a markdown table of `|param|value|` rows (CleanRL's hyperparameters
+    text), nested fields as dotted names (`agent_config.learning_rate`)."""
+
+    def rows(prefix: str, obj: Mapping[str, Any]) -> Iterator[str]:
+        for key, value in obj.items():
+            if isinstance(value, Mapping) and value:
+                yield from rows(f"{prefix}{key}.", value)
+            else:
+                text = value if isinstance(value, str) else json.dumps(value)
+                yield f"|{prefix}{key}|" + text.replace("|", "\\|") + "|"
+
+    return "\n".join(["|param|value|", "|-|-|", *rows("", config)])
 
 
 def _member_folder(row: Mapping[str, Any]) -> str:
@@ -200,23 +241,56 @@ def _tensorboard_events() -> tuple[Any, Any, Any]:
     entry in `sys.modules`), unless torch is already loaded; the entry is removed after,
     so the process can still import torch itself.
     """
+    with _torch_hidden():
+        from tensorboardX.event_file_writer import EventsWriter
+        from tensorboardX.proto.event_pb2 import Event
+        from tensorboardX.proto.summary_pb2 import Summary
+    return EventsWriter, Event, Summary
+
+
+def _text_summary(tag: str, text: str) -> Any:
+    """tensorboardX's `add_text` summary (tag `<tag>/text_summary`)."""
+    with _torch_hidden():
+        from tensorboardX.summary import text as summary
+
+    return summary(tag, text)
+
+
+@contextlib.contextmanager
+def _torch_hidden() -> Iterator[None]:
+    """`import torch` raises ImportError in the block unless torch is already loaded
+    (`_tensorboard_events` says why)."""
     hide = "torch" not in sys.modules
     if hide:
         sys.modules["torch"] = None  # type: ignore[assignment]
     try:
-        from tensorboardX.event_file_writer import EventsWriter
-        from tensorboardX.proto.event_pb2 import Event
-        from tensorboardX.proto.summary_pb2 import Summary
+        yield
     finally:
         if hide and sys.modules.get("torch", 0) is None:
             del sys.modules["torch"]
-    return EventsWriter, Event, Summary
 
 
 def read_tensorboard(folder: str | os.PathLike) -> list[tuple[str, int, float]]:
     """`(tag, step, value)` of every scalar in the event files under `folder`, in file
     order: what TensorBoard would plot, read without TensorFlow (TFRecords of
     tensorboardX's `Event` protos)."""
+    return [
+        (v.tag, event.step, v.simple_value) for event in read_events(folder)
+        for v in event.summary.value if v.WhichOneof("value") == "simple_value"
+    ]  # fmt: skip
+
+
+def read_tensorboard_text(folder: str | os.PathLike) -> list[tuple[str, int, str]]:
+    """`(tag, step, text)` of every text (`MetricWriter.write_text`) under `folder`."""
+    return [
+        (v.tag.removesuffix("/text_summary"), event.step, v.tensor.string_val[0].decode())
+        for event in read_events(folder) for v in event.summary.value
+        if v.metadata.plugin_data.plugin_name == "text"
+    ]  # fmt: skip
+
+
+def read_events(folder: str | os.PathLike) -> list[Any]:
+    """The `Event`s of the event files under `folder`, in file order."""
     import struct
 
     _, Event, _ = _tensorboard_events()
@@ -230,6 +304,5 @@ def read_tensorboard(folder: str | os.PathLike) -> list[tuple[str, int, float]]:
             (length,) = struct.unpack("<Q", data[offset : offset + 8])
             record = data[offset + 12 : offset + 12 + length]  # after the length and its crc
             offset += 12 + length + 4  # and the record's crc
-            event = Event.FromString(record)
-            out.extend((v.tag, event.step, v.simple_value) for v in event.summary.value)
+            out.append(Event.FromString(record))
     return out
