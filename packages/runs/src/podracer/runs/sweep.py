@@ -219,3 +219,14 @@ def tags_of_member(config: Mapping[str, Any], member: int) -> dict[str, Any]:
     return Sweep(group, tuple(fields), tuple(values)).members(int(config.get("num_seeds") or 1))[
         member
     ]
+
+
+def member_label(config: Mapping[str, Any], count: int, member: int) -> dict[str, Any]:
+    """Member `member`'s label, as `podracer eval` and `podracer.runs.load` give it: its
+    training seed, and in a run of `count > 1` members its index and swept values."""
+    if count == 1:
+        return {"seed": int(config.get("seed") or 0)}
+    tags = tags_of_member(config, member) if config.get("sweep") else {"seed": member}
+    values = {name: v for name, v in tags.items() if name not in ("member", "seed")}
+    seed = int(config.get("seed") or 0) + int(tags["seed"])
+    return {"member": member, "seed": seed, **({"values": values} if values else {})}

@@ -63,19 +63,6 @@ def evaluate(
     return records
 
 
-def _member_tags(stored: dict[str, Any], count: int, k: int) -> dict[str, Any]:
-    """Member k's label: its index, its training seed and its swept values (none for a
-    one-member run)."""
-    from podracer.runs.sweep import tags_of_member
-
-    if count == 1:
-        return {"seed": int(stored.get("seed", 0))}
-    tags = tags_of_member(stored, k) if stored.get("sweep") else {"seed": k}
-    values = {name: v for name, v in tags.items() if name not in ("member", "seed")}
-    seed = int(stored.get("seed", 0)) + int(tags["seed"])
-    return {"member": k, "seed": seed, **({"values": values} if values else {})}
-
-
 def _evaluate_member(where, stored, count, env_name, env_kwargs, jax_env, host_env, episodes,
                      greedy, max_steps, seed, video) -> dict[str, Any]:  # fmt: skip
     import jax
@@ -84,6 +71,7 @@ def _evaluate_member(where, stored, count, env_name, env_kwargs, jax_env, host_e
     from podracer.agents.evaluation import host_episodes
     from podracer.agents.evaluation import jax_episodes
     from podracer.runs.source import load
+    from podracer.runs.sweep import member_label
 
     spec = (jax_env or host_env).spec
     loaded = load(where, spec, owner="podracer eval")
@@ -100,7 +88,7 @@ def _evaluate_member(where, stored, count, env_name, env_kwargs, jax_env, host_e
         )
         returns, lengths = played.returns, played.lengths
     returns, lengths = np.asarray(returns, np.float64), np.asarray(lengths)
-    tags = _member_tags(stored, count, where.seed_index)
+    tags = member_label(stored, count, where.seed_index)
     suffix = f":{tags['member']}" if "member" in tags else ""
     record = {
         "time": time.time(),
