@@ -18,6 +18,8 @@ from .distributed import DistributedConfig as DistributedConfig
 from .distributed import initialize_distributed as initialize_distributed
 from .distributed import is_main_process as is_main_process
 from .distributed import shutdown_distributed as shutdown_distributed
+from .policy import Policy as Policy
+from .policy import load as load
 from .presets import PRESETS as PRESETS
 from .presets import Preset as Preset
 from .presets import apply_preset as apply_preset
