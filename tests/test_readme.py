@@ -18,7 +18,7 @@ def blocks(section: str) -> list[str]:
 
 @pytest.mark.parametrize("section", ["From Python", "Your own environment", "Your own agent"])
 def test_a_readme_section_s_code_runs(section):
-    (code,) = blocks(section)
+    code = "\n".join(blocks(section))  # a section's blocks continue one another
     # A fresh interpreter, as a reader's: nothing registered beforehand.
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=300)  # fmt: skip
