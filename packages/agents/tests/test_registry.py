@@ -3,6 +3,8 @@
 import pytest
 
 from podracer.agents import AGENTS
+from podracer.agents import Agent
+from podracer.agents import AgentEntry
 from podracer.agents import ImpalaConfig
 from podracer.agents import PPOConfig
 from podracer.agents import agent_config
@@ -57,7 +59,7 @@ def test_register_agent_adds_a_factory():
         del AGENTS["probe_agent"]
 
 
-def make_probe(spec, config: ImpalaConfig, total_updates=None):
+def make_probe(spec, config: ImpalaConfig, total_updates=None) -> Agent:
     """A probe agent named by its import path."""
     return ("probe", spec, config, total_updates)
 
@@ -103,3 +105,53 @@ def test_a_registered_factory_records_the_import_paths_that_rebuild_it():
         assert agent_import_paths("ppo") is None  # built in: every process has it
     finally:
         del AGENTS["probe_paths"]
+
+
+def make_unannotated(spec, config: ImpalaConfig, total_updates=None):
+    return ("probe", spec, config, total_updates)
+
+
+PROBE_ENTRY = AgentEntry(ImpalaConfig, "os:system")  # a factory string to no factory
+
+
+def test_an_import_path_to_no_agent_factory_is_refused_before_it_is_called():
+    from podracer.agents import agent_entry
+    from podracer.agents.validation import ConfigError
+
+    for path in ("os:system", "subprocess:run", "builtins:exec", f"{__name__}:make_unannotated"):
+        with pytest.raises(
+            ConfigError,
+            match=rf"agent '{path}': it is .*was not called; .*"
+            r"AgentEntry, or a factory annotated to return an Agent",
+        ) as e:
+            agent_entry(path)
+        assert "\n" not in str(e.value) and path not in AGENTS
+    # An AgentEntry's factory string is checked when the agent is built, before the call.
+    name = f"{__name__}:PROBE_ENTRY"
+    try:
+        assert agent_entry(name).config_cls is ImpalaConfig
+        with pytest.raises(ConfigError, match=r"its factory \('os:system'\): it is a builtin"):
+            make_agent(name, SPEC)
+    finally:
+        AGENTS.pop(name, None)
+
+
+def test_an_agent_module_that_fails_to_import_is_one_line(tmp_path, monkeypatch):
+    from podracer.agents.validation import ConfigError
+
+    (tmp_path / "raising_agent_module.py").write_text("raise RuntimeError('no licence')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ConfigError) as e:
+        make_agent("raising_agent_module:make", SPEC)
+    assert str(e.value) == ("agent 'raising_agent_module:make': importing "
+                            "'raising_agent_module' raised RuntimeError: no licence")  # fmt: skip
+
+
+def test_recorded_import_paths_rebuild_only_a_config_dataclass():
+    from podracer.agents.registry import register_from_paths
+    from podracer.agents.validation import ConfigError
+
+    with pytest.raises(ConfigError, match=r"its config class \('os:system'\): it is a builtin"):
+        register_from_paths("probe_rebuilt", {"config_cls": "os:system",
+                                              "factory": f"{__name__}:make_probe"})  # fmt: skip
+    assert "probe_rebuilt" not in AGENTS

@@ -23,7 +23,7 @@ def _forget_registrations():
     registry._REGISTERED.clear()
 
 
-def small_catch(rows=5, columns=4):
+def small_catch(rows=5, columns=4) -> Catch:
     """A module-level factory: importable by path from any process."""
     return Catch(rows=rows, columns=columns)
 

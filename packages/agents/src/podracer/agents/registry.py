@@ -13,7 +13,10 @@ flags (`--agent NAME --NAME.field ...`) and no edit to either runtime:
 
 An import path or entry point names an `AgentEntry`, or a factory
 `make_tiny(spec, config: TinyConfig, total_updates=None) -> Agent` whose `config`
-annotation is its config class (its docstring's first line describes it).
+annotation is its config class (its docstring's first line describes it). Import paths
+resolve in `podracer.envs.imports`, as environments' do: what one names is checked
+before it is called (a factory must be annotated `-> Agent`; an `AgentEntry`'s factory
+string too), so `os:system` is refused, never run.
 """
 
 from __future__ import annotations
@@ -21,8 +24,8 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
-import importlib
 import importlib.metadata
+import sys
 import typing
 from collections.abc import Callable
 from typing import Any
@@ -34,7 +37,9 @@ from podracer.agents.configs import PPOConfig
 from podracer.agents.configs import PQNConfig
 from podracer.agents.configs import QLambdaConfig
 from podracer.agents.validation import ConfigError
-from podracer.envs.registry import import_path_of
+from podracer.envs.imports import import_path_of
+from podracer.envs.imports import resolve
+from podracer.envs.imports import split_import_path
 
 
 class AgentEntry(NamedTuple):
@@ -112,7 +117,7 @@ def agent_entry(name: str) -> AgentEntry:
     if name not in AGENTS and name in _BROKEN:
         raise ConfigError(f"agent {name!r} cannot load ({_BROKEN[name]})")
     if name not in AGENTS and _is_import_path(name):
-        AGENTS[name] = as_agent_entry(_import(name), name)
+        AGENTS[name] = as_agent_entry(_import(name, f"agent {name!r}"), name)
     if name not in AGENTS:
         close = difflib.get_close_matches(name, AGENTS, n=3)
         hint = f" Did you mean {close[0]!r}?" if close else ""
@@ -126,8 +131,10 @@ def load_entry_points() -> None:
     process; a name registered by call keeps its own)."""
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         if ep.name not in AGENTS:
+            owner = f"agent {ep.name!r} (entry point {ep.value!r})"
             try:
-                AGENTS[ep.name] = as_agent_entry(ep.load(), ep.name)
+                AGENTS[ep.name] = as_agent_entry(_import(f"{ep.module}:{ep.attr}", owner),
+                                                 ep.name)  # fmt: skip
             except Exception as e:  # noqa: BLE001 - reported when the agent is asked for
                 # One broken package must not stop runs of every other agent.
                 _BROKEN[ep.name] = f"entry point {ep.value!r}: {type(e).__name__}: {e}"
@@ -156,21 +163,37 @@ def as_agent_entry(obj: Any, name: str) -> AgentEntry:
 
 
 def _is_import_path(name: str) -> bool:
-    module, sep, attr = name.partition(":")
-    return bool(sep) and all(p.isidentifier() for p in [*module.split("."), *attr.split(".")])
+    return split_import_path(name) is not None
 
 
-def _import(path: str) -> Any:
-    module_name, _, attr = path.partition(":")
+def is_agent_class(cls: type) -> bool:
+    """Whether `cls` is `podracer.agents.Agent` or a subclass (loaded, as any annotation
+    naming it was; never imported here: the registry imports no JAX)."""
+    types_module = sys.modules.get("podracer.agents.types")
+    return types_module is not None and issubclass(cls, types_module.Agent)
+
+
+ACCEPTED = (
+    "an AgentEntry, or a factory annotated to return an Agent "
+    "(def make(spec, config: MyConfig, total_updates=None) -> Agent)"
+)
+
+
+def _is_config_class(cls: type) -> bool:
+    return dataclasses.is_dataclass(cls)
+
+
+def _import(path: str, owner: str, config_class: bool = False) -> Any:
+    """What `path` names, checked before anything calls it: an `AgentEntry` or a factory
+    annotated `-> Agent` (`config_class`: a config dataclass); a one-line ConfigError."""
     try:
-        obj = importlib.import_module(module_name)
-    except ImportError as e:
-        raise ConfigError(f"agent {path!r}: cannot import {module_name!r} ({e})") from None
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise ConfigError(f"agent {path!r}: module {module_name!r} has no {attr!r}")
-        obj = getattr(obj, part)
-    return obj
+        if config_class:
+            return resolve(path, owner, _is_config_class, "a config dataclass",
+                           names=())  # fmt: skip
+        return resolve(path, owner, is_agent_class, ACCEPTED, names=("Agent",), classes=False,
+                       instance=lambda obj: isinstance(obj, AgentEntry))  # fmt: skip
+    except (ImportError, ValueError) as e:
+        raise ConfigError(str(e)) from None
 
 
 def flag_group(name: str) -> str:
@@ -203,7 +226,8 @@ def register_from_paths(name: str, paths: dict[str, Any]) -> None:
     if name in AGENTS:
         return
     spaces = tuple(paths.get("action_spaces", ("discrete",)))
-    config_cls = _import(paths["config_cls"])
+    config_cls = _import(paths["config_cls"], f"agent {name!r}: its config class",
+                         config_class=True)  # fmt: skip
     register_agent(name, config_cls, paths["factory"], paths.get("description", ""), spaces)
 
 
@@ -219,11 +243,14 @@ def agent_config(name: str, **overrides: Any) -> Any:
     return config_cls(**overrides)
 
 
-def _factory(entry: AgentEntry) -> Callable[..., Any]:
+def _factory(entry: AgentEntry, name: str) -> Callable[..., Any]:
     if callable(entry.factory):
         return entry.factory
-    module, _, function = entry.factory.partition(":")
-    return getattr(importlib.import_module(module), function)
+    factory = _import(entry.factory, f"agent {name!r}: its factory")
+    if isinstance(factory, AgentEntry):
+        raise ConfigError(f"agent {name!r}: its factory {entry.factory!r} is an AgentEntry, "
+                          f"not a factory")  # fmt: skip
+    return factory
 
 
 def make_agent(name: str, spec: Any, config: Any = None, total_updates: int | None = None):
@@ -246,4 +273,4 @@ def make_agent(name: str, spec: Any, config: Any = None, total_updates: int | No
             f"{spec.name} has {kind} actions"
             + (f" (agents for them: {able})" if able else " (no registered agent handles them)")
         )
-    return _factory(entry)(spec, config, total_updates=total_updates)
+    return _factory(entry, name)(spec, config, total_updates=total_updates)

@@ -22,9 +22,14 @@ Your own environments are found the same way, named one of three ways:
 
 A factory is called with the env's keyword arguments. It makes a `JaxEnv`, or a
 `HostEnv` when it takes a `num_envs` argument (it gets `num_envs`, `seed` and, if it
-takes one, `batch_size`). Every refusal is one line and comes before anything is built
-or compiled: a host env asked of `make`, a missing extra, an unknown name (with close
-matches from the names that call accepts), an unsupported space.
+takes one, `batch_size`). What an import path (or an entry point, or a run's recorded
+`sources`) names is checked before it is called (`podracer.envs.imports`): an env class
+(`reset` and `step`), a gymnax `Environment`, or a function annotated to return one
+(`def corridor(size: int = 5) -> JaxEnv`); `os:system` is refused, never run. Every
+refusal is one line and comes before anything is built or compiled: a host env asked of
+`make`, a missing extra, an unknown name (with close matches from the names that call
+accepts), an unsupported space, an import path to something else, a module that fails
+to import.
 """
 
 from __future__ import annotations
@@ -42,6 +47,9 @@ from typing import Literal
 
 from podracer.envs.checks import check_sizes
 from podracer.envs.extras import install_command
+from podracer.envs.imports import import_path_of
+from podracer.envs.imports import resolve
+from podracer.envs.imports import split_import_path
 from podracer.envs.types import HostEnv
 from podracer.envs.types import JaxEnv
 
@@ -233,42 +241,27 @@ class EnvEntry:
 _REGISTERED: dict[str, EnvEntry] = {}
 
 
-def import_path_of(obj: Any) -> str | None:
-    """`module:qualname` of a module-level function or class (importable elsewhere);
-    None for lambdas, closures, instances and what `__main__` defines."""
-    module = getattr(obj, "__module__", None)
-    qualname = getattr(obj, "__qualname__", None)
-    if not module or not qualname or module == "__main__" or "<" in qualname:
-        return None
-    return f"{module}:{qualname}"
-
-
 def is_import_path(name: str) -> bool:
     """Whether `name` is `module:attr` rather than a built-in `<source>:<task>` name."""
-    module, sep, attr = name.partition(":")
-    return (
-        bool(sep and module and attr)
-        and not name.startswith(_SOURCES)
-        and (
-            all(part.isidentifier() for part in module.split("."))
-            and all(part.isidentifier() for part in attr.split("."))
-        )
-    )
+    return split_import_path(name) is not None and not name.startswith(_SOURCES)
+
+
+ACCEPTED = (
+    "a JaxEnv or HostEnv class (with reset and step), a gymnax Environment, or a "
+    "function annotated to return one (def make(...) -> JaxEnv, or -> HostEnv)"
+)
+
+
+def is_env_class(cls: type) -> bool:
+    """Whether `cls` makes envs: it has `reset` and `step` (the `JaxEnv` and `HostEnv`
+    protocols, gymnax's `Environment`, and every class that implements one)."""
+    return callable(getattr(cls, "reset", None)) and callable(getattr(cls, "step", None))
 
 
 def _import(path: str, name: str) -> Any:
-    module_name, _, attr = path.partition(":")
-    try:
-        obj = importlib.import_module(module_name)
-    except ImportError as e:
-        raise ImportError(f"environment {name!r}: cannot import {module_name!r} ({e})") from None
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise ValueError(f"environment {name!r}: module {module_name!r} has no "
-                             f"{attr!r}") from None  # fmt: skip
-    return obj
+    """The factory `path` names, checked before it is called (`podracer.envs.imports`)."""
+    return resolve(path, f"environment {name!r}", is_env_class, ACCEPTED,
+                   names=("JaxEnv", "HostEnv"), instance=_is_gymnax_env)  # fmt: skip
 
 
 def register(
@@ -283,7 +276,9 @@ def register(
     `HostEnv` (or say which with `kind`). A gymnax `Environment` class or instance is
     adapted (`env_kwargs` then are its `EnvParams` fields). `factory` may be a
     "module:attr" string, imported on first use. A run records the factory's import path
-    in its config.json, so eval, resume and `--init-from` find it in other processes.
+    in its config.json, so eval, resume and `--init-from` find it in other processes;
+    there it is checked as every import path is, so annotate a factory function's return
+    (`-> JaxEnv`, `-> HostEnv`).
     """
     if not isinstance(name, str) or not name or ":" in name or name in _OWN_JAX_ENVS:
         raise ValueError(f"register: env names are non-empty, without ':' and not a built-in "

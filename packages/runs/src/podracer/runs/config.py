@@ -167,7 +167,10 @@ class RunConfig:
         except (TypeError, ValueError):
             fail(self, "env_kwargs", "JSON values (numbers, strings, lists, dicts; finite): "
                  "config.json stores them", self.env_kwargs)  # fmt: skip
-        entry = agent_entry(self.agent)  # an unknown name fails naming the close ones
+        try:  # an unknown name fails naming the close ones; an import path is checked
+            entry = agent_entry(self.agent)
+        except ConfigError as e:
+            raise ConfigError(f"{type(self).__name__}.agent: {e}") from None
         if self.agent_config is None:
             object.__setattr__(self, "agent_config", entry.config_cls())
         elif not isinstance(self.agent_config, entry.config_cls):
