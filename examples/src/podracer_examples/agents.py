@@ -90,5 +90,6 @@ def make_a2c(spec: EnvSpec, config: A2CConfig, total_updates: int | None = None)
         greedy_act=greedy_act,
         loss=loss,
         optimizer=optimizer,
+        learning_rate=config.learning_rate,
         update=sgd_update(loss, optimizer),
     )

@@ -1,11 +1,25 @@
-"""The learning-rate schedule (`annealed`, now optax's) against the formula it replaced."""
+"""The learning-rate schedule (`annealed`, now optax's) against the formula it replaced,
+and the learning rate the learner reports (`charts/learning_rate`)."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
+from podracer.agents import AGENTS
+from podracer.agents import PPOConfig
+from podracer.agents import make_agent
+from podracer.agents import make_ppo
+from podracer.agents.learn import LEARNING_RATE
 from podracer.agents.learn import annealed
+from podracer.agents.learn import learning_rate_at
+from podracer.agents.learn import make_learn
+from podracer.agents.learn import make_optimizer
+from podracer.agents.normalization import STATS_KEY
+from podracer.agents.normalization import frozen_statistics
+from podracer.agents.train_state import init_train_state
+from podracer.envs import EnvSpec
 
 
 def _hand_annealed(learning_rate, total_updates, steps_per_update, count):
@@ -41,3 +55,57 @@ def test_annealed_takes_a_traced_rate_and_is_constant_without_a_length():
     np.testing.assert_array_equal(got[:, counts < 32], want[:, counts < 32])
     np.testing.assert_array_equal(got[:, counts >= 32], 0.0)
     assert annealed(3e-4, None) == 3e-4 and annealed(3e-4, 0) == 3e-4
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "radam", "frozen"])
+def test_learning_rate_at_is_the_rate_of_the_optimizers_next_step(optimizer):
+    schedule = annealed(1e-3, 5, 2)
+    if optimizer == "frozen":  # PPO's with observation statistics: a multi_transform
+        opt = frozen_statistics(make_optimizer(schedule, 0.5))
+    else:
+        opt = make_optimizer(schedule, 0.5, name=optimizer)
+    params = {"params": {"w": jnp.ones(3)}, STATS_KEY: {"mean": jnp.zeros(3)}}
+    state = opt.init(params)
+    step = jax.jit(lambda s: opt.update(jax.tree.map(jnp.ones_like, params), s, params)[1])
+    for count in range(12):
+        assert learning_rate_at(schedule, state) == schedule(jnp.int32(count))
+        state = step(state)
+    assert learning_rate_at(schedule, state) == 0.0
+    rate = learning_rate_at(3e-4, opt.init(params))  # a constant: itself
+    assert rate.dtype == jnp.float32 and rate == np.float32(3e-4)
+    assert learning_rate_at(None, state) is None
+    assert learning_rate_at(schedule, optax.adam(3e-4).init(params)) is None  # no count
+
+
+SPEC = EnvSpec("probe", (3,), "float32", 2)
+
+
+def test_every_built_in_agent_reports_its_learning_rate():
+    for name in AGENTS:
+        agent = make_agent(name, SPEC, total_updates=10)
+        assert agent.learning_rate is not None, name
+        want = agent.config.learning_rate
+        rate = learning_rate_at(agent.learning_rate, agent.optimizer.init(agent.init(
+            jax.random.key(0))))  # fmt: skip
+        assert rate == np.float32(want), name  # the first step's, annealed or not
+
+
+@pytest.mark.parametrize("anneal", [True, False])
+def test_learn_reports_the_learning_rate_of_each_update(anneal, random_trajectory):
+    """What the runtimes log (`charts/learning_rate`): annealed over the run's 3 updates,
+    or the constant rate, after the losses of the update it took."""
+    config = PPOConfig(num_epochs=2, num_minibatches=2, anneal_lr=anneal, learning_rate=1e-3,
+                       torso="mlp", hidden_sizes=(8,))  # fmt: skip
+    agent = make_ppo(SPEC, config, total_updates=3)
+    rng = np.random.default_rng(0)
+    extras = {"log_prob": jnp.asarray(np.log(rng.uniform(0.2, 0.8, (5, 2))), jnp.float32),
+              "value": jnp.zeros((5, 2))}  # fmt: skip
+    trajectory = random_trajectory(SPEC, 4, 2, extras=extras)
+    learn = jax.jit(make_learn(agent, 1, "devices", lambda x: x))
+    train, rates = init_train_state(agent, jax.random.key(0)), []
+    for _ in range(4):
+        train, losses, _ = learn(train, trajectory, None)
+        assert np.isfinite(float(losses["losses/total"]))
+        rates.append(float(losses[LEARNING_RATE]))
+    want = [1e-3, 1e-3 * 2 / 3, 1e-3 / 3, 0.0] if anneal else [1e-3] * 4
+    np.testing.assert_allclose(rates, want, rtol=1e-6)

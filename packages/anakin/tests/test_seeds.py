@@ -126,6 +126,8 @@ def test_a_member_of_a_sweep_is_the_single_run_with_its_values_and_seed(tmp_path
     # Every member learned something different: the values reached the program.
     losses = {r["member"]: r["losses/total"] for r in sweep.history if r["env_steps"] == 768}
     assert len(set(losses.values())) == 8
+    for r in sweep.history:  # each member's rows log its own learning rate
+        assert r["charts/learning_rate"] == pytest.approx(r["sweep/qlambda.learning_rate"])
 
     # The rows, TensorBoard and the tools see the members and their values.
     logged = rows_of(tmp_path / "sweep")

@@ -24,7 +24,7 @@ NONDETERMINISTIC = ("charts/SPS", "timing/", "utilisation/")
 METRICS = (
     "charts/episodic_return", "charts/episodic_length", "charts/SPS", "losses/total",
     "losses/policy", "policy_lag/mean", "timing/actor_env_and_inference", "timing/learner_update",
-    "utilisation/actor", "utilisation/learner", "eval/episodic_return",
+    "utilisation/actor", "utilisation/learner", "eval/episodic_return", "charts/learning_rate",
 )  # fmt: skip
 
 

@@ -46,6 +46,7 @@ class ActorCriticParts(NamedTuple):
     forward_all: Callable[..., tuple[Any, Any]]
     policy: ActionPolicy
     optimizer: optax.GradientTransformation
+    learning_rate: float | optax.Schedule  # the optimizer's (`Agent.learning_rate`)
     initial_core: Callable[[int], Any]  # batch size -> core state [B, ...] (() feed-forward)
     recurrent: bool
 
@@ -76,6 +77,7 @@ def actor_critic_parts(
         forward_all=unroll(apply, recurrent),
         policy=action_policy(spec, config.squash),
         optimizer=optimizer,
+        learning_rate=learning_rate,
         initial_core=core_initializer(net),
         recurrent=recurrent,
     )

@@ -172,6 +172,7 @@ def make_impala(
         greedy_act=ac.greedy_act,
         loss=loss,
         optimizer=ac.optimizer,
+        learning_rate=ac.learning_rate,
         update=updating_statistics(update, config.normalize_observations),
         initial_core=ac.initial_core,
     )

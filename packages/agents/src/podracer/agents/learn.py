@@ -25,6 +25,24 @@ from podracer.agents.types import Params
 from podracer.agents.types import ReduceFn
 from podracer.agents.types import Trajectory
 
+LEARNING_RATE = "charts/learning_rate"  # CleanRL's name
+
+
+def learning_rate_at(learning_rate: Any, opt_state: optax.OptState) -> chex.Array | None:
+    """The learning rate of the optimizer's next step from `opt_state` (float32): a
+    constant `learning_rate` itself, a schedule at the step count of the optimizer's
+    `scale_by_schedule` (which Adam keeps for a schedule: the count it is evaluated at).
+    None without a rate, or for a schedule where `opt_state` has no one such count."""
+    if learning_rate is None:
+        return None
+    if not callable(learning_rate):
+        return jnp.asarray(learning_rate, jnp.float32)
+    is_count = lambda x: isinstance(x, optax.ScaleByScheduleState)  # noqa: E731
+    states = [s for s in jax.tree.leaves(opt_state, is_leaf=is_count) if is_count(s)]
+    if len(states) != 1:
+        return None
+    return jnp.asarray(learning_rate(states[0].count), jnp.float32)
+
 
 def learner_updates(agent_config: Any, rollouts: int) -> int:
     """Gradient updates in a run of `rollouts` learner calls: with replay, each call makes
@@ -183,13 +201,21 @@ def make_learn(
     rather than a Python loop (one copy each). Anakin asks for it: its chunk runs the
     learner inside a while loop anyway, so the loop costs it nothing but the copies
     (MuZero on Catch, 4 updates: most of its compile time). The values are the same.
+
+    The losses hold the agent's update metrics and, where the agent has one
+    (`agent.learning_rate`), the learning rate its update took (`LEARNING_RATE`).
     """
+
+    def with_rate(losses, opt_state):  # opt_state: the update's, before it
+        rate = learning_rate_at(agent.learning_rate, opt_state)
+        return losses if rate is None else {**losses, LEARNING_RATE: rate}
 
     def learn_on_trajectory(train, trajectory, replay_block):
         key, update_key = jax.random.split(train.key)
         params, opt_state, losses = agent.update(
             train.params, train.opt_state, trajectory, update_key, reduce_grads=reduce_grads
         )
+        losses = with_rate(losses, train.opt_state)
         return TrainState(params, opt_state, key, train.update_step + 1), losses, replay_block
 
     if agent.replay is None:
@@ -211,9 +237,11 @@ def make_learn(
             batch = batch_major(sample.items)  # back to time-major [T+1, S]
             weights = jnp.broadcast_to(sample.weights, batch.action.shape[:2])  # [T+1, S]
             batch = batch._replace(extras={**batch.extras, "replay_weight": weights})
+            before = opt_state
             params, opt_state, losses = agent.update(
                 params, opt_state, batch, update_key, reduce_grads=reduce_grads
             )
+            losses = with_rate(losses, before)
             if config.prioritised:
                 priorities = jax.lax.stop_gradient(agent.priority(params, batch))
                 local = replay.update_priorities(local, sample.indices, priorities)

@@ -548,6 +548,7 @@ def make_muzero(
         greedy_act=greedy_act,
         loss=loss,
         optimizer=optimizer,
+        learning_rate=config.learning_rate,
         update=update,
         replay=config.replay if config.replay.enabled else None,
         priority=priority,

@@ -192,6 +192,7 @@ def make_ppo(
         greedy_act=ac.greedy_act,
         loss=loss,
         optimizer=ac.optimizer,
+        learning_rate=ac.learning_rate,
         # Observation statistics merge after the update: its loss saw what the actors saw.
         update=updating_statistics(update, config.normalize_observations),
         initial_core=ac.initial_core,

@@ -112,9 +112,8 @@ def make_qlambda(
     spec: EnvSpec, config: QLambdaConfig = QLambdaConfig(), total_updates: int | None = None
 ) -> Agent:
     net = q_network(spec, config)
-    optimizer = make_optimizer(
-        config_learning_rate(config, total_updates), config.max_grad_norm, name=config.optimizer
-    )
+    learning_rate = config_learning_rate(config, total_updates)
+    optimizer = make_optimizer(learning_rate, config.max_grad_norm, name=config.optimizer)
     epsilon = epsilon_schedule(config, total_updates)
     recurrent = config.core != "none"
     forward, forward_all = act_step(net.apply, recurrent), unroll(net.apply, recurrent)
@@ -163,6 +162,7 @@ def make_qlambda(
         greedy_act=greedy_act,
         loss=loss,
         optimizer=optimizer,
+        learning_rate=learning_rate,
         update=update,
         initial_core=core_initializer(net),
     )

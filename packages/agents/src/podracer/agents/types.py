@@ -106,6 +106,10 @@ class Agent(NamedTuple):
     # initial_core(batch_size) -> the core state [B, ...] of envs that have not acted
     # (a pytree; () for feed-forward agents, which is what the default returns).
     initial_core: Callable[[int], Any] = no_core
+    # The optimizer's learning rate: a float, or the optax schedule of its step count the
+    # optimizer was built with. The runtimes log it as `charts/learning_rate`
+    # (`podracer.agents.learn.make_learn`); None: not logged.
+    learning_rate: Any = None
 
 
 def masked_mean(x: chex.Array, mask: chex.Array) -> chex.Array:
