@@ -116,3 +116,16 @@ def test_resolve_names_the_owner_and_the_path():
         resolve("os:system", "MyConfig.thing", is_env_class, "an env class")
     with pytest.raises(ValueError, match="is not an import path"):
         resolve("os", "MyConfig.thing", is_env_class, "an env class")
+
+
+def test_a_gymnasium_id_s_module_that_fails_to_import_is_one_line(tmp_path, monkeypatch):
+    pytest.importorskip("gymnasium")
+    (tmp_path / "raising_gym_ids.py").write_text("raise RuntimeError('no ROMs')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ImportError) as e:
+        make_host("gymnasium:raising_gym_ids:Thing-v0", num_envs=2)
+    assert str(e.value) == (
+        "gymnasium:raising_gym_ids:Thing-v0: importing 'raising_gym_ids' raised "
+        "RuntimeError: no ROMs"
+    )
+    sys.modules.pop("raising_gym_ids", None)

@@ -64,7 +64,6 @@ episode returns its last observation).
 
 from __future__ import annotations
 
-import importlib
 import multiprocessing
 import os
 import threading
@@ -80,7 +79,8 @@ from podracer.envs.checks import check_send
 from podracer.envs.checks import check_sizes
 from podracer.envs.checks import whole_batch_actions
 from podracer.envs.extras import install_command
-from podracer.envs.registry import import_path_of
+from podracer.envs.imports import import_module
+from podracer.envs.imports import import_path_of
 from podracer.envs.stats import init_episode_stats
 from podracer.envs.stats import update_episode_stats
 from podracer.envs.types import EnvSpec
@@ -162,13 +162,8 @@ def resolve_task(task: str) -> str:
     """
     gymnasium = _import_gymnasium()
     module, env_id = split_task(task)
-    if module is not None:
-        try:
-            importlib.import_module(module)
-        except ImportError as e:
-            raise ImportError(
-                f"{PREFIX}{task}: cannot import {module!r} ({_one_line(e)})"
-            ) from None
+    if module is not None:  # one line for any failure (podracer.envs.imports)
+        import_module(module, f"{PREFIX}{task}")
     if env_id not in gymnasium.registry:
         from podracer.envs.registry import _unknown
 

@@ -55,6 +55,19 @@ def _one_line(text: Any) -> str:
     return " ".join(str(text).split())
 
 
+def import_module(module_name: str, where: str) -> Any:
+    """`importlib.import_module`, failing in one ImportError line that starts with `where`
+    and names the module and what it raised (any exception: a module's own errors too)."""
+    try:
+        return importlib.import_module(module_name)
+    except ImportError as e:
+        raise ImportError(f"{where}: cannot import {module_name!r} ({_one_line(e)})") from None
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - any failure of the user's module
+        raise ImportError(
+            f"{where}: importing {module_name!r} raised {type(e).__name__}: {_one_line(e)}"
+        ) from None
+
+
 def import_object(path: str, owner: str) -> Any:
     """The object `path` names, imported; nothing it names is called. Fails in one line:
     an ImportError naming the path and the exception where its module does not import
@@ -64,13 +77,7 @@ def import_object(path: str, owner: str) -> Any:
         raise ValueError(f"{owner}: {path!r} is not an import path module:attr")
     module_name, attr = parts
     where = _where(owner, path)
-    try:
-        obj = importlib.import_module(module_name)
-    except ImportError as e:
-        raise ImportError(f"{where}: cannot import {module_name!r} ({_one_line(e)})") from None
-    except (Exception, SystemExit) as e:  # noqa: BLE001 - any failure of the user's module
-        raise ImportError(f"{where}: importing {module_name!r} raised "
-                          f"{type(e).__name__}: {_one_line(e)}") from None  # fmt: skip
+    obj = import_module(module_name, where)
     for part in attr.split("."):
         try:
             obj = getattr(obj, part)
