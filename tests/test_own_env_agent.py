@@ -3,7 +3,9 @@ points), import paths on the command line, and registration by call; every run t
 evaluates, resumes and fine-tunes from other processes, on both runtimes.
 
 Each command runs in a fresh process, as a user's would: nothing registered in one can
-leak into the next except through what the run directory stores.
+leak into the next except through what the run directory stores. Code a run directory
+names is imported there only if trusted: an installed plugin's (the examples package),
+or with --trust-code (a module of the user's, registered by call).
 """
 
 import json
@@ -122,8 +124,15 @@ def test_an_env_and_agent_registered_by_call_evaluate_and_resume_elsewhere(tmp_p
     stored = json.loads((root / "called" / "config.json").read_text())
     assert stored["sources"]["env"] == {"name": "long-corridor", "factory": "mine:long_corridor"}
     assert stored["sources"]["agent"]["factory"] == "mine:make_mine"
-    # Fresh processes that never called register: config.json's sources register them.
-    assert evaluate(root / "called", env=env)["length_mean"] == 5.0
-    resumed = run("anakin", "--run-name", "called", "--runs-root", str(root), "--resume",
-                  "--total-env-steps", "20480", "--no-progress", env=env)  # fmt: skip
+    # Fresh processes that never called register: config.json's sources name `mine`, no
+    # installed plugin, so a copied run dir cannot have it imported unless trusted.
+    resume = ["anakin", "--run-name", "called", "--runs-root", str(root), "--resume",
+              "--total-env-steps", "20480", "--no-progress"]  # fmt: skip
+    for command in (["podracer", "eval", str(root / "called")], resume):
+        refused = run(*command, env=env, check=False)
+        assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+        assert "'mine:long_corridor'" in refused.stderr and "--trust-code" in refused.stderr
+    # Trusted: config.json's sources register them.
+    assert evaluate(root / "called", "--trust-code", env=env)["length_mean"] == 5.0
+    resumed = run(*resume, "--trust-code", env=env)
     assert "mine on long-corridor" in resumed.stdout

@@ -73,11 +73,12 @@ def _pre_parse(argv: list[str]) -> argparse.Namespace:
     for flag in ("--env", "--agent", "--preset", "--config", "--run-name", "--runs-root"):
         pre.add_argument(flag, dest=flag[2:].replace("-", "_"))
     pre.add_argument("--resume", action="store_true")
+    pre.add_argument("--trust-code", action="store_true")
     known, _ = pre.parse_known_args(argv)
     return known
 
 
-def _load_config(config_cls: type, runtime: str, path: str) -> RunConfig:
+def _load_config(config_cls: type, runtime: str, path: str, known: argparse.Namespace) -> RunConfig:
     try:
         with open(path) as f:
             data = json.load(f)
@@ -91,7 +92,10 @@ def _load_config(config_cls: type, runtime: str, path: str) -> RunConfig:
             f"--config {path} is a {stored_runtime} run's config; {runtime} cannot use it "
             f"(start from that run's checkpoint with --init-from instead)"
         )
-    return config_from_json(config_cls, data, owner=path)
+    # The code a file names is imported only if trusted: --trust-code, or an --env/--agent
+    # of this command line naming it (podracer.runs.trust).
+    typed = [name for name in (known.env, known.agent) if name]
+    return config_from_json(config_cls, data, path, known.trust_code, typed)
 
 
 def defaults(config_cls: type, argv: list[str]) -> tuple[RunConfig, str]:
@@ -100,11 +104,12 @@ def defaults(config_cls: type, argv: list[str]) -> tuple[RunConfig, str]:
     known = _pre_parse(argv)
     base = None
     if known.config:
-        base = _load_config(config_cls, runtime, known.config), f"config from {known.config}"
+        base = (_load_config(config_cls, runtime, known.config, known),
+                f"config from {known.config}")  # fmt: skip
     elif known.resume and known.run_name:
         run = RunDir(known.runs_root or config_cls().runs_root, known.run_name)
         if run.exists():
-            stored = _load_config(config_cls, runtime, run.config_file)
+            stored = _load_config(config_cls, runtime, run.config_file, known)
             base = stored, f"resuming {run.path} with its config"
     if base is None:
         return config_cls.from_preset(known.env, known.agent, known.preset)

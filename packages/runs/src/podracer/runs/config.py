@@ -19,6 +19,7 @@ import difflib
 import json
 import types
 import typing
+from collections.abc import Collection
 from typing import Annotated
 from typing import Any
 from typing import ClassVar
@@ -100,6 +101,11 @@ class RunConfig:
     # network, an env of the same spec.
     init_from: str | None = None
     init_opt_state: bool = False  # with init_from: its optimizer state too (same optimizer)
+    # Import the code a run directory's files name (`resume` and `--config` of a
+    # config.json, `init_from`'s checkpoint) where it is not podracer's, an installed
+    # plugin's, registered, imported or typed on this command line: as Hugging Face's
+    # trust_remote_code (podracer.runs.trust). Never stored: a file cannot grant it.
+    trust_code: bool = False
     log_interval: int = 0  # env steps between metric rows; 0: about 100 over the run
     eval_interval: int = 0  # env steps between greedy evaluations; 0: none
     eval_episodes: int = 32  # episodes per evaluation
@@ -127,7 +133,7 @@ class RunConfig:
     # Fields a resume may change; the rest define what is learned and must match.
     MAY_CHANGE_ON_RESUME: ClassVar[frozenset[str]] = frozenset({
         "total_env_steps", "max_wall_seconds", "run_name", "runs_root", "resume", "init_from",
-        "init_opt_state",
+        "init_opt_state", "trust_code",
         "log_interval", "eval_interval", "eval_episodes", "eval_max_steps", "video_interval",
         "video_episodes",
         "checkpoint_interval", "keep_checkpoints", "tensorboard", "wandb_project",
@@ -273,8 +279,9 @@ class RunConfig:
     def to_json(self) -> dict[str, Any]:
         """The config as written to `config.json` (field order kept), with a `sources`
         entry where the env or agent was registered by a call: the import paths that
-        register it again in any other process (eval, resume, `--init-from`)."""
-        data = to_jsonable(self)
+        register it again in any other process (eval, resume, `--init-from`). `trust_code`
+        is left out: a permission of this process, not part of the run."""
+        data = {k: v for k, v in to_jsonable(self).items() if k != "trust_code"}
         sources = registered_sources(self.env, self.agent)
         return {**data, "sources": sources} if sources else data
 
@@ -326,13 +333,23 @@ def registered_sources(env: str, agent: str) -> dict[str, Any]:
     return sources
 
 
-def register_sources(data: dict[str, Any], owner: str = "config") -> None:
+def register_sources(
+    data: dict[str, Any],
+    owner: str = "config",
+    trust_code: bool = False,
+    typed: Collection[str] = (),
+) -> None:
     """Registers what a stored config's `sources` name (an env or an agent registered by
-    call where the run was trained), unless this process has them already."""
+    call where the run was trained), unless this process has them already. First, every
+    piece of code the config names (sources, an import-path env or agent) must be trusted
+    (`podracer.runs.trust.check_trusted`: `trust_code`, or `typed` on this command line),
+    else a one-line ConfigError, before anything is imported."""
     from podracer.agents.registry import register_from_paths
     from podracer.envs.registry import register
     from podracer.envs.registry import registered_envs
+    from podracer.runs.trust import check_trusted
 
+    check_trusted(data, owner, trust_code, typed)
     sources = data.get("sources") or {}
     if not isinstance(sources, dict):
         raise ConfigError(f"{owner}.sources must be a JSON object")
@@ -376,18 +393,26 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def config_from_json(cls: type, data: dict[str, Any], owner: str = "config") -> Any:
+def config_from_json(
+    cls: type,
+    data: dict[str, Any],
+    owner: str = "config",
+    trust_code: bool = False,
+    typed: Collection[str] = (),
+) -> Any:
     """Rebuilds a config dataclass from its `to_jsonable` form (e.g. a run's config.json).
 
     Nested dataclasses, tuples and optionals are restored from the field types; a run
     config's `agent_config` from the registered agent's config class. An unknown key
-    fails naming it (a config written by another runtime or version).
+    fails naming it (a config written by another runtime or version). The code a run
+    config names is imported only if trusted (`register_sources`: `trust_code`, `typed`);
+    its `trust_code` stays False whatever the file says.
     """
     if not isinstance(data, dict):
         raise ConfigError(f"{owner} must be a JSON object, got {type(data).__name__}")
     if issubclass(cls, RunConfig):
-        register_sources(data, owner)
-        data = {k: v for k, v in data.items() if k != "sources"}
+        register_sources(data, owner, trust_code, typed)
+        data = {k: v for k, v in data.items() if k not in ("sources", "trust_code")}
     hints = typing.get_type_hints(cls)
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - names)

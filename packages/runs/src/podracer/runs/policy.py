@@ -118,6 +118,7 @@ def load(
     checkpoint: str | int | None = None,
     runs_root: str | os.PathLike = "runs",
     seed: int = 0,
+    trust_code: bool = False,
 ) -> Policy:
     """The agent saved at `source`, ready to act: a `Policy`.
 
@@ -125,7 +126,10 @@ def load(
     (`RUN[@STEP][:K]`), or a checkpoint folder (`RUN/checkpoints/STEP`). `checkpoint`:
     "latest" (the default), "best" (by greedy evaluation) or a step, as `@STEP`. `member`:
     the seed (or sweep member) K of a run of several, as `:K`; such a run needs one named.
-    `seed` seeds sampled acting. Fails with one line (a `ValueError`)."""
+    `seed` seeds sampled acting. The code the run names (an env or agent of your own, by
+    import path) is imported only if trusted: podracer's, an installed plugin's,
+    registered or imported in this process, or with `trust_code=True` (as Hugging Face's
+    `trust_remote_code`; `podracer.runs.trust`). Fails with one line (a `ValueError`)."""
     from podracer.agents.validation import ConfigError
     from podracer.runs.checkpoint import CheckpointError
     from podracer.runs.source import load as load_source
@@ -162,7 +166,7 @@ def load(
         raise ConfigError(f"{OWNER}: {text} is a run of {count} {kind}; name one: {text}:0 .. "
                           f"{text}:{count - 1}, or member=0 .. {count - 1}")  # fmt: skip
     try:
-        loaded = load_source(where, owner=OWNER)
+        loaded = load_source(where, owner=OWNER, trust_code=trust_code)
     except CheckpointError as e:
         raise ConfigError(f"{OWNER}: {e}") from None
     index = where.seed_index or 0

@@ -243,7 +243,8 @@ class Run:
 
         owner = f"{type(config).__name__}.init_from"
         source = parse_source(config.init_from, config.runs_root, owner)
-        loaded = load(source, spec, owner)
+        # This run's own env and agent are the user's (typed, or a trusted config).
+        loaded = load(source, spec, owner, config.trust_code, (config.env, config.agent))
         if loaded.metadata["agent"] != config.agent:
             raise ConfigError(
                 f"{owner}: {source.run.name} trained agent {loaded.metadata['agent']!r}, "

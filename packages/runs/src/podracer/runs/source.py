@@ -12,6 +12,7 @@ the env specs match.
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from typing import Any
 from typing import NamedTuple
 
@@ -64,9 +65,17 @@ def parse_source(
     return Source(RunDir.at(found), step, int(seed_text) if seed_text else None)
 
 
-def load(source: Source, spec: Any = None, owner: str = "--init-from") -> Loaded:
+def load(
+    source: Source,
+    spec: Any = None,
+    owner: str = "--init-from",
+    trust_code: bool = False,
+    typed: Collection[str] = (),
+) -> Loaded:
     """The source run's agent (built for `spec`, default the run's own env spec) and its
-    train state at the source's step. Fails with one line when the specs differ."""
+    train state at the source's step. Fails with one line when the specs differ, or when
+    the checkpoint's config names code this process does not trust (`trust_code`, or
+    `typed`: the env and agent names the user gave; `podracer.runs.trust`)."""
     from podracer.envs import EnvSpec
 
     with Checkpointer(
@@ -100,7 +109,8 @@ def load(source: Source, spec: Any = None, owner: str = "--init-from") -> Loaded
         if index >= members:
             kind = "member" if meta["config"].get("sweep") else "seed"
             raise ConfigError(f"{owner}: {kind} {index} of a run of {members} {kind}(s)")
-        agent = _agent(meta, spec, index)
+        where = f"{owner}: {source.run.path}@{step}"
+        agent = _agent(meta, spec, index, where, trust_code, typed)
         try:
             train, _ = ckpt.restore_as_saved(step)
         except CheckpointError as e:
@@ -117,13 +127,23 @@ def _describe(spec: Any) -> str:
     return f"observations {spec.observation_shape} {spec.observation_dtype}, {actions}"
 
 
-def _agent(meta: dict[str, Any], spec: Any, member: int = 0):
+def _agent(
+    meta: dict[str, Any],
+    spec: Any,
+    member: int = 0,
+    owner: str = "the checkpoint's config",
+    trust_code: bool = False,
+    typed: Collection[str] = (),
+):
     """The run's agent; a sweep's member's, with its point's values."""
     from podracer.agents.registry import agent_entry
     from podracer.agents.registry import make_agent
     from podracer.runs.config import register_sources
 
-    register_sources(meta["config"], "the checkpoint's config")  # an agent registered by call
+    # An agent registered by call; first, the code the checkpoint names must be trusted
+    # (its env's is not imported here: the caller builds its env, if any).
+    named = {k: v for k, v in meta["config"].items() if k != "env"}
+    register_sources({**named, "agent": meta["agent"]}, owner, trust_code, typed)
     entry = agent_entry(meta["agent"])
     config = meta["config"]
     if config.get("sweep"):

@@ -13,7 +13,9 @@ one; each line and record names its member, its training seed and its swept valu
 Prints the return's mean, std, min and max over the episodes and appends one record per
 member to the run's `eval.json` (a list, one entry per evaluation; `seed` is the member's
 training seed, `eval_seed` the one the episodes were played with); `--video N` also
-writes the first N episodes to `videos/eval_<step>[_<member>]_<env>.mp4`.
+writes the first N episodes to `videos/eval_<step>[_<member>]_<env>.mp4`. Code the run
+names (an env or agent of your own, by import path) is imported only where trusted:
+an installed plugin's, this command's `--env`, or with `--trust-code` (podracer.runs.trust).
 """
 
 from __future__ import annotations
@@ -38,10 +40,12 @@ def evaluate(
     seed: int = 0,
     video: int = 0,
     runs_root: str = "runs",
+    trust_code: bool = False,
 ) -> list[dict[str, Any]]:
     """Plays `episodes` episodes of each member of the agent saved at `source` (the one
     `:K` names, else every one) and records them (in the run's eval.json and, with
-    `video`, an MP4); returns the records, one per member."""
+    `video`, an MP4); returns the records, one per member. Code the run's files name is
+    imported only if trusted (`trust_code`, or `env` naming it; `podracer.runs.trust`)."""
     from podracer.runs.source import parse_source
     from podracer.runs.sweep import num_members
 
@@ -49,13 +53,15 @@ def evaluate(
     stored = where.run.read_config()
     count = num_members(stored)
     records = []
+    trust = (trust_code, (env,) if env else ())  # --env typed here names trusted code
     for k in range(count) if where.seed_index is None else [where.seed_index]:
         # A fresh env for each member: member K plays the same episodes alone or not.
-        env_name, env_kwargs, jax_env, host_env = _eval_env(where.run, env, episodes, seed)
+        env_name, env_kwargs, jax_env, host_env = _eval_env(where.run, env, episodes, seed,
+                                                            trust)  # fmt: skip
         try:
             records.append(_evaluate_member(
                 where._replace(seed_index=k), stored, count, env_name, env_kwargs, jax_env,
-                host_env, episodes, greedy, max_steps, seed, video,
+                host_env, episodes, greedy, max_steps, seed, video, trust,
             ))  # fmt: skip
         finally:
             if host_env is not None:
@@ -64,7 +70,7 @@ def evaluate(
 
 
 def _evaluate_member(where, stored, count, env_name, env_kwargs, jax_env, host_env, episodes,
-                     greedy, max_steps, seed, video) -> dict[str, Any]:  # fmt: skip
+                     greedy, max_steps, seed, video, trust) -> dict[str, Any]:  # fmt: skip
     import jax
 
     from podracer.agents.evaluation import env_keys
@@ -74,7 +80,7 @@ def _evaluate_member(where, stored, count, env_name, env_kwargs, jax_env, host_e
     from podracer.runs.sweep import member_label
 
     spec = (jax_env or host_env).spec
-    loaded = load(where, spec, owner="podracer eval")
+    loaded = load(where, spec, "podracer eval", *trust)
     params = loaded.params
     start = time.perf_counter()
     if jax_env is not None:
@@ -121,7 +127,7 @@ def _evaluate_member(where, stored, count, env_name, env_kwargs, jax_env, host_e
     return record
 
 
-def _eval_env(run: Any, env: str | None, episodes: int, seed: int):
+def _eval_env(run: Any, env: str | None, episodes: int, seed: int, trust=(False, ())):
     """`(name, kwargs, jax_env, host_env)` to evaluate in: the run's env with its keyword
     arguments, or another (`--env`, with its own); a JaxEnv where the name has one, else
     a host env of `episodes` envs. The run's own env and agent are registered first."""
@@ -132,8 +138,9 @@ def _eval_env(run: Any, env: str | None, episodes: int, seed: int):
     from podracer.runs.config import register_sources
 
     stored = run.read_config()
-    register_sources(stored, owner=run.config_file)
     name = env or stored["env"]
+    # The code it names is imported only if trusted: refused here in one line otherwise.
+    register_sources({**stored, "env": name}, run.config_file, *trust)
     kwargs = (stored.get("env_kwargs") or {}) if env is None or env == stored["env"] else {}
     try:
         if is_jax_env(name):
@@ -176,6 +183,11 @@ def main(argv: list[str] | None = None) -> int:
         "--video", type=int, default=0, metavar="N", help="record the first N episodes"
     )
     parser.add_argument("--runs-root", default="runs")
+    parser.add_argument(
+        "--trust-code", action="store_true",
+        help="import the code the run names (its env, agent, registered sources) even where "
+             "it is not podracer's, an installed plugin's, or this command's --env",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     for name in ("episodes", "max_steps"):
         if getattr(args, name) < 1:
@@ -185,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         records = evaluate(args.source, args.env, args.episodes, not args.sampled,
-                           args.max_steps, args.seed, args.video, args.runs_root)  # fmt: skip
+                           args.max_steps, args.seed, args.video, args.runs_root,
+                           args.trust_code)  # fmt: skip
     except (ConfigError, CheckpointError) as e:
         message = str(e).removeprefix("podracer eval: ")
         print(f"podracer eval: error: {message}", file=sys.stderr)
