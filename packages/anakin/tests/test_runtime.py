@@ -20,6 +20,7 @@ from podracer.anakin import AnakinConfig
 from podracer.anakin import make_chunk
 from podracer.anakin import make_init
 from podracer.anakin import make_mesh
+from podracer.anakin import run as anakin_run
 from podracer.anakin import train
 from podracer.anakin.runtime import MAX_ROWS
 from podracer.envs import make
@@ -289,8 +290,34 @@ def test_a_run_logs_about_a_hundred_rows_by_default_and_closes_one_at_a_checkpoi
 
 
 def test_a_row_falls_at_the_first_update_that_reaches_each_log_interval(tmp_path):
-    # 32 env steps per update; the run ends at a whole chunk (160 env steps), rounded up.
+    # 32 env steps per update, 160 per chunk; the run ends at 256, in its second chunk.
     config = dataclasses.replace(TINY, log_interval=50, total_env_steps=256,
                                  runs_root=str(tmp_path), run_name="i")  # fmt: skip
     steps = [r["env_steps"] for r in train(config).history]
-    assert steps == [64, 128, 160, 224, 256, 320]
+    assert steps == [64, 128, 160, 224, 256]
+
+
+def test_a_budget_ends_at_the_update_that_reaches_it_and_says_so_before_compiling(
+    tmp_path, capfd, monkeypatch
+):
+    # 32 env steps per update: 100 rounds up to 128, four updates, made by chunks of 3
+    # (calls of 3, then 1) as one chunk of 4 makes them.
+    config = dataclasses.replace(TINY, total_env_steps=100, updates_per_chunk=3, log_interval=32,
+                                 runs_root=str(tmp_path), run_name="rounded")  # fmt: skip
+    assert config.num_updates == 4 and config.num_chunks == 2
+    line = ("anakin: total_env_steps=100 rounds up to 128: whole updates of 32 env steps "
+            "(num_envs 8 x rollout_length 4)")  # fmt: skip
+    with monkeypatch.context() as patch:  # said before the chunk compiles (its first call)
+        patch.setattr(anakin_run, "call_cap", lambda *_: pytest.fail("compiling"))
+        with pytest.raises(pytest.fail.Exception):
+            train(dataclasses.replace(config, run_name="stopped"))
+    assert line in capfd.readouterr().err
+    rounded = train(config)
+    assert capfd.readouterr().err.count(line) == 1
+    whole = train(dataclasses.replace(config, total_env_steps=128, updates_per_chunk=4,
+                                      run_name="whole"))  # fmt: skip
+    assert "rounds up" not in capfd.readouterr().err
+    assert rounded.env_steps == whole.env_steps == 128
+    timeless = lambda rows: [{k: v for k, v in r.items() if "SPS" not in k and "timing" not in k}
+                             for r in rows]  # fmt: skip
+    assert timeless(rounded.history) == timeless(whole.history)

@@ -1,5 +1,7 @@
 """SebulbaConfig validation: bad input fails before compiling, naming the field."""
 
+import dataclasses
+
 import pytest
 
 from podracer.agents import PPOConfig
@@ -97,6 +99,13 @@ def test_steps_per_update_and_updates():
     )
     assert config.steps_per_update() == 384
     assert config.num_updates() == 3  # rounded up
+    assert config.planned_env_steps() == 1152 and config.planned_env_steps(2) == 1536
+    assert config.rounding_line() == (
+        "total_env_steps=1,000 rounds up to 1,152: whole updates of 384 env steps "
+        "(trajectories_per_update 3 x envs_per_thread 8 x rollout_length 16)"
+    )
+    assert config.rounding_line(2).endswith("rollout_length 16 x 2 processes)")
+    assert dataclasses.replace(config, total_env_steps=1152).rounding_line() is None
 
 
 def test_cpu_actors_beside_accelerator_learners_index_their_own_pool():

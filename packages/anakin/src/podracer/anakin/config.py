@@ -27,7 +27,7 @@ class AnakinConfig(RunConfig):
     """
 
     env: str = "catch"  # a JaxEnv name: catch, gymnax:CartPole-v1, ... (podracer.envs.list_envs)
-    total_env_steps: int = 409_600  # rounded up to whole chunks
+    total_env_steps: int = 409_600  # rounded up to whole updates
     num_envs: int = 128  # global batch of environments, split over devices
     rollout_length: int = 16  # T: environment steps per update
     updates_per_chunk: int = 50  # K: updates per compiled chunk
@@ -107,14 +107,19 @@ class AnakinConfig(RunConfig):
     def steps_per_chunk(self) -> int:
         return self.steps_per_update * self.updates_per_chunk
 
-    @property
-    def num_chunks(self) -> int:
-        return -(-self.total_env_steps // self.steps_per_chunk)
+    def update_size(self, num_processes: int = 1) -> tuple[int, str]:
+        fields = f"num_envs {self.num_envs:,} x rollout_length {self.rollout_length}"
+        return self.steps_per_update, fields  # num_envs counts every process's envs
 
     @property
-    def planned_env_steps(self) -> int:
-        """Whole chunks: a learning-rate schedule spans `num_chunks` of them."""
-        return self.num_chunks * self.steps_per_chunk
+    def num_updates(self) -> int:
+        """The run's updates (a learning-rate schedule spans them); its last chunk makes
+        those left, in the same compiled program."""
+        return self.planned_env_steps() // self.steps_per_update
+
+    @property
+    def num_chunks(self) -> int:
+        return -(-self.num_updates // self.updates_per_chunk)
 
     def check_devices(self, num_available: int) -> int:
         """The device count to use, after every check that needs it (or the agent's config

@@ -69,9 +69,7 @@ def build(config: AnakinConfig, env) -> tuple[Any, Program]:
     """The agent (a sweep's first member's) and the compiled programs; every check runs
     here, before compiling."""
     num_devices = config.check_devices(len(jax.devices()))
-    total_updates = learner_updates(
-        config.agent_config, config.num_chunks * config.updates_per_chunk
-    )
+    total_updates = learner_updates(config.agent_config, config.num_updates)
     mesh = make_mesh(num_devices)
 
     def agent_with(values):
@@ -200,12 +198,12 @@ def call_cap(program: Program, state: Any, config: AnakinConfig, run: Run) -> in
 
 def plan(config: AnakinConfig, cap: int, done: int) -> tuple[int, list[int]]:
     """The next call, `done` updates into the run: its updates (up to the end of the
-    chunk, at most `cap`, and at most through `MAX_ROWS` rows), and the update counts
-    within it at which metric rows end. A row ends at the first update that reaches each
-    multiple of `config.row_interval` env steps. How calls split a chunk never changes
-    what it learns; each call costs a host sync (benchmarks/harness_ab.py)."""
+    chunk and of the run, at most `cap`, and at most through `MAX_ROWS` rows), and the
+    update counts within it at which metric rows end. A row ends at the first update that
+    reaches each multiple of `config.row_interval` env steps. How calls split a chunk
+    never changes what it learns; each call costs a host sync (benchmarks/harness_ab.py)."""
     k = config.updates_per_chunk
-    updates = min(cap, k - done % k)
+    updates = min(cap, k - done % k, max(config.num_updates - done, 1))
     per_update, interval = config.steps_per_update, config.row_interval
     rows = []
     row = (done * per_update) // interval + 1  # the next row's number

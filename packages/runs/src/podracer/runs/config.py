@@ -24,6 +24,7 @@ from typing import Annotated
 from typing import Any
 from typing import ClassVar
 from typing import Literal
+from typing import Self
 
 import tyro
 from tyro.constructors import PrimitiveConstructorSpec
@@ -89,7 +90,7 @@ class RunConfig:
     # defaults). Command lines fill it from `--<agent>.*` flags over the env's preset.
     agent_config: Annotated[Any, tyro.conf.Suppress] = None
     seed: int = 0  # seeds the agent, its acting and the environments
-    total_env_steps: int = 500_000  # rounded up to whole loop steps
+    total_env_steps: int = 500_000  # rounded up to whole updates (`update_size`), said in a line
     # Wall-clock budget in seconds (compile included); 0: none. The run stops after the
     # loop step that passes it, with its final checkpoint, as if that were the last one.
     max_wall_seconds: float = 0.0
@@ -152,13 +153,30 @@ class RunConfig:
     @property
     def row_interval(self) -> int:
         """Env steps between metric rows: `log_interval`, or a hundredth of the run."""
-        return self.log_interval or max(1, self.planned_env_steps // ROWS_PER_RUN)
+        return self.log_interval or max(1, self.planned_env_steps() // ROWS_PER_RUN)
 
-    @property
-    def planned_env_steps(self) -> int:
-        """The env steps the run makes: `total_env_steps`, which a runtime may round up to
-        its unit of work (Anakin: whole chunks, whatever the calls that make them)."""
-        return self.total_env_steps
+    def update_size(self, num_processes: int = 1) -> tuple[int, str]:
+        """The env steps of one update of the whole run (every process's), and the fields
+        that make them, for the line that says the budget rounds: a runtime's override.
+        The harness's own loop makes single steps."""
+        return 1, ""
+
+    def planned_env_steps(self, num_processes: int = 1) -> int:
+        """The env steps the run makes: `total_env_steps` rounded up to whole updates
+        (the same unit on both runtimes, whatever calls or chunks make them)."""
+        unit, _ = self.update_size(num_processes)
+        return -(-self.total_env_steps // unit) * unit
+
+    def rounding_line(self, num_processes: int = 1) -> str | None:
+        """What a run prints before it compiles when its budget is not whole updates."""
+        planned = self.planned_env_steps(num_processes)
+        if planned == self.total_env_steps:
+            return None
+        unit, fields = self.update_size(num_processes)
+        return (
+            f"total_env_steps={self.total_env_steps:,} rounds up to {planned:,}: whole "
+            f"updates of {unit:,} env steps ({fields})"
+        )
 
     def __post_init__(self) -> None:
         check_finite(self)
@@ -206,7 +224,7 @@ class RunConfig:
 
     @classmethod
     def from_preset(cls, env: str | None = None, agent: str | None = None,
-                    preset: str | None = None, **overrides: Any):  # fmt: skip
+                    preset: str | None = None, **overrides: Any) -> tuple[Self, str]:  # fmt: skip
         """The config the command line starts from for `env` and `agent` (the preset of the
         env's task or family, or `preset`; the agent's defaults where there is none), with
         `overrides` (fields of this config) on top. Returns `(config, source)`, `source`
@@ -226,7 +244,7 @@ class RunConfig:
             source = f"preset {name!r} for {agent}: {chosen.source}"
         return base.replace(overrides), source
 
-    def replace(self, changes: dict[str, Any] | None = None, /, **fields: Any) -> Any:
+    def replace(self, changes: dict[str, Any] | None = None, /, **fields: Any) -> Self:
         """This config with fields changed, nested ones by dotted names as the command
         lines spell them (`-` or `_`): the agent's under its flag group, other nested
         configs under their field, the cluster's by their flag names::

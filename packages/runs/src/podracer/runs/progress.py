@@ -26,11 +26,12 @@ class Progress:
     """Steps out of `total_steps`, from `start_steps` (a resumed run's count)."""
 
     def __init__(self, total_steps: int, start_steps: int = 0, enabled: bool = True,
-                 stream=sys.stderr, prefix: str = ""):  # fmt: skip
+                 stream=None, prefix: str = ""):  # fmt: skip
         self.total = total_steps
         self.enabled = enabled
-        self.stream = stream
-        self.tty = stream.isatty()
+        # sys.stderr when the run starts, not at import: a redirect in force is honoured
+        self.stream = sys.stderr if stream is None else stream
+        self.tty = self.stream.isatty()
         self.prefix = prefix
         self.start = time.perf_counter()
         self._start_steps = start_steps
@@ -38,9 +39,10 @@ class Progress:
         self._last_print = 0.0
         self._open_line = False
 
-    def status(self, message: str) -> None:
-        """A line saying what the run does before steps count (e.g. compiling)."""
-        if self.enabled:
+    def status(self, message: str, always: bool = False) -> None:
+        """A line saying what the run does before steps count (e.g. compiling); `always`:
+        also with the progress line off (what the user must not miss)."""
+        if self.enabled or always:
             self._end_line()
             print(f"{self.prefix}{message}", file=self.stream, flush=True)
 

@@ -305,6 +305,9 @@ class Run:
         self._progress.status(
             f"{self.runtime}: {config.agent} on {config.env}, run {self.dir.path} ({how})"
         )
+        rounding = config.rounding_line(self.num_processes)
+        if rounding and self.is_writer:  # every check passed; before the loop compiles
+            self._progress.status(f"{self.runtime}: {rounding}", always=True)
         self._progress.status(f"{self.runtime}: {status}")
         self._last = self.env_steps >= self.total_env_steps
 
@@ -316,8 +319,8 @@ class Run:
 
     @property
     def total_env_steps(self) -> int:
-        """Where the run ends: `total_env_steps` rounded up to the runtime's unit."""
-        return self.config.planned_env_steps
+        """Where the run ends: `total_env_steps` rounded up to whole updates."""
+        return self.config.planned_env_steps(self.num_processes)
 
     # -- the loop -------------------------------------------------------------------
 

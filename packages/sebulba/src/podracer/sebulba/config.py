@@ -181,5 +181,12 @@ class SebulbaConfig(RunConfig):
         per_process = self.trajectories_per_update * self.rollout_length * self.envs_per_thread
         return num_processes * per_process
 
+    def update_size(self, num_processes: int = 1) -> tuple[int, str]:
+        fields = (f"trajectories_per_update {self.trajectories_per_update} x envs_per_thread "
+                  f"{self.envs_per_thread:,} x rollout_length {self.rollout_length}")  # fmt: skip
+        if num_processes > 1:
+            fields += f" x {num_processes} processes"
+        return self.steps_per_update(num_processes), fields
+
     def num_updates(self, num_processes: int = 1) -> int:
-        return -(-self.total_env_steps // self.steps_per_update(num_processes))
+        return self.planned_env_steps(num_processes) // self.steps_per_update(num_processes)
