@@ -61,15 +61,21 @@ class RunClock:
 
     def row(self, steps: int, before: int, after: int) -> tuple[float, float]:
         """`(charts/SPS, timing/elapsed)` of a row at `steps` of the loop step that went
-        from `before` to `after` env steps: SPS since the previous row."""
+        from `before` to `after` env steps: SPS since the previous row, the first row's
+        since the compile ended (NaN for a row that falls within the step that compiled,
+        when the runtime did not say how long the compile took)."""
         now = time.perf_counter()
         if before < after:
             start = max(self._step_start or self.started, self._compile_end())
             now = start + (steps - before) / (after - before) * (self._end - start)
-        since_time, since_steps = self._row_mark or (self.started, self.restored_env_steps)
-        sps = (steps - since_steps) / max(now - since_time, 1e-9)
+        elapsed = self.elapsed_before + now - self.started
+        since = self._row_mark or self._first_step
+        if self._row_mark is None and self._compiled is not None:
+            since = (self._compiled[1], self.restored_env_steps)
         self._row_mark = (now, steps)
-        return sps, self.elapsed_before + now - self.started
+        if since is None or steps <= since[1]:
+            return math.nan, elapsed
+        return (steps - since[1]) / max(now - since[0], 1e-9), elapsed
 
     def sps(self, env_steps: int, now: float | None = None) -> float:
         """SPS of this session at `env_steps` (NaN until it can be known)."""

@@ -411,7 +411,8 @@ class Run:
         # One value for every member's row of this step.
         sps, elapsed = self._clock.row(steps, before, self.env_steps)
         for tag, r in zip(tags, rows, strict=True):
-            r.setdefault("charts/SPS", sps)
+            if math.isfinite(sps):  # not in a row of the step that compiled (`RunClock.row`)
+                r.setdefault("charts/SPS", sps)
             r.setdefault("timing/elapsed", elapsed)
             self._writer.write(steps, r, tag)
             entry = {"env_steps": steps, **tag, **r}
