@@ -84,7 +84,11 @@ def test_pyright_resolves_every_public_name(tmp_path):
         "from podracer.runs import RunResult",
         "config: AnakinConfig = AnakinConfig(num_envs=8).replace({'ppo.learning_rate': 1e-3})",
         "result: RunResult = train(config, on_row=lambda row: print(row['env_steps']))",
-        "from podracer.anakin import not_a_name  # the one error expected",
+        # Typed configs: an IDE completes what from_preset and replace return.
+        "preset, _ = AnakinConfig.from_preset('catch', 'ppo')",
+        "envs: int = preset.replace(seed=1).num_envs",
+        "wrong: str = preset.replace(seed=1)  # an error expected",
+        "from podracer.anakin import not_a_name  # an error expected",
     ]
     source = tmp_path / "uses_the_api.py"
     source.write_text("\n".join(lines) + "\n")
@@ -94,5 +98,6 @@ def test_pyright_resolves_every_public_name(tmp_path):
     )  # fmt: skip
     errors = [d for d in json.loads(out.stdout)["generalDiagnostics"] if d["severity"] == "error"]
     lines_with_errors = {d["range"]["start"]["line"] + 1 for d in errors}
-    assert lines_with_errors == {len(lines)}, [e["message"] for e in errors]
-    assert '"not_a_name" is unknown import symbol' in errors[0]["message"]
+    assert lines_with_errors == {len(lines) - 1, len(lines)}, [e["message"] for e in errors]
+    assert '"AnakinConfig" is not assignable to "str"' in errors[0]["message"], errors[0]
+    assert '"not_a_name" is unknown import symbol' in errors[1]["message"]
