@@ -209,3 +209,24 @@ def test_parsing_imports_no_jax():
     child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert child.returncode == 0, child.stderr
     assert child.stdout.strip() == "[]"
+
+
+def test_help_lists_only_the_chosen_agent_s_flags(capsys):
+    with pytest.raises(SystemExit):
+        parse("--agent", "ppo", "--help")
+    out = capsys.readouterr().out
+    assert "--ppo.learning-rate" in out and "--impala." not in out and "--qlambda." not in out
+    assert "another agent's: --agent NAME --help" in out
+    with pytest.raises(SystemExit):
+        parse("--help")  # the default agent's
+    out = capsys.readouterr().out
+    assert "--qlambda.learning-rate" in out and "--ppo." not in out
+
+
+def test_another_agent_s_flag_is_refused_not_ignored(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        parse("--agent", "ppo", "--impala.learning-rate", "3e-4")
+    assert exit_info.value.code == 2
+    assert "--impala.learning-rate" in capsys.readouterr().err
+    config, _ = parse("--agent", "impala", "--impala.learning-rate", "3e-4")
+    assert config.agent_config.learning_rate == 3e-4

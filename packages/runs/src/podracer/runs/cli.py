@@ -18,6 +18,7 @@ import dataclasses
 import inspect
 import json
 import math
+import os
 import sys
 from collections.abc import Callable
 from typing import Annotated
@@ -128,24 +129,24 @@ def parse_cli(config_cls: type, argv: list[str], description: str = "") -> tuple
         ("run", Annotated[config_cls, tyro.conf.arg(name="")], dataclasses.field(default=base))
     ]
     names = {f.name for f in dataclasses.fields(config_cls)}
-    # One flag group per agent; where two share a prefix (an entry point's agent also
-    # named by its import path), the run's own agent keeps it.
-    groups: dict[str, str] = {}  # flag group -> agent name
-    for name in sorted(AGENTS, key=lambda n: n != base.agent):
+    for name in AGENTS:  # every agent's flag group must be free, whichever one runs
         group = flag_group(name)
         if group in names or group in ("preset", "config") or not group.isidentifier():
             raise ConfigError(f"agent {name!r}: its flags --{group}.* clash with a {runtime} "
                               f"flag or are not a name")  # fmt: skip
-        groups.setdefault(group, name)
-    for group, name in groups.items():
-        entry = AGENTS[name]
-        default = base.agent_config if name == base.agent else entry.config_cls()
-        title = f"{entry.description} (with --agent {name})" if entry.description else (
-            f"with --agent {name}")  # fmt: skip
-        fields.append(
-            (group, Annotated[entry.config_cls, tyro.conf.arg(help=title)],
-             dataclasses.field(default=default))
-        )  # fmt: skip
+    # Only the run's agent's flags: another agent's would be ignored (and --help would
+    # list every agent's). `--agent NAME` (read before this parse) chooses the group.
+    entry, group = AGENTS[base.agent], flag_group(base.agent)
+    title = f"{entry.description} (with --agent {base.agent})" if entry.description else (
+        f"with --agent {base.agent}")  # fmt: skip
+    fields.append(
+        (group, Annotated[entry.config_cls, tyro.conf.arg(help=title)],
+         dataclasses.field(default=base.agent_config))
+    )  # fmt: skip
+    others = sorted(n for n in AGENTS if ":" not in n and n != base.agent)
+    description = (f"{description}\n\n" if description else "") + (
+        f"The agent's flags are --{group}.*; another agent's: --agent NAME --help "
+        f"(NAME: {', '.join(others)}, or a registered one).")  # fmt: skip
     fields += [
         ("preset", Annotated[str | None, tyro.conf.arg(
             help="defaults for a task family (catch, classic, minatar, atari, ...); "
@@ -167,6 +168,10 @@ def run_cli(config_cls: type, train: Callable[[Any], Any], argv: list[str] | Non
     signals.install()  # before anything slow: a signal during start-up is one line
     try:
         return _run_cli(config_cls, train, argv)
+    except BrokenPipeError:  # `anakin --help | head`: the reader has gone, say nothing
+        # Python's recipe: point stdout at devnull so the exit's flush cannot fail too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     finally:
         signals.uninstall()
 

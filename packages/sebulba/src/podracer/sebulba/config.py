@@ -33,7 +33,7 @@ class SebulbaConfig(RunConfig):
     """A Sebulba training run. Defaults: envpool CartPole-v1 with IMPALA, minutes on a CPU."""
 
     env: str = "envpool:CartPole-v1"  # envpool:<task>, or any JaxEnv name (catch, gymnax:...)
-    agent: str = "impala"  # a registered agent; its options: --impala.*, --ppo.*, ...
+    agent: str = "impala"  # a registered agent (or an import path); its flags: --NAME.*
     # Indices into jax.local_devices(). None: device 0 (shared with the learner on one
     # device), else the devices the learners do not use.
     actor_device_ids: tuple[int, ...] | None = None
