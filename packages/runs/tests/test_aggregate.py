@@ -63,7 +63,7 @@ def test_torn_last_line_is_ignored(tmp_path):
     (path / "metrics.jsonl").write_text(json.dumps(rows[0]) + "\n{bad\n")
     assert len(records.read_metrics(path / "metrics.jsonl")) == 1
     (path / "metrics.jsonl").write_text("{bad\n" + json.dumps(rows[0]) + "\n")
-    with pytest.raises(records.RunError, match=r"metrics.jsonl:1: not a JSON line"):
+    with pytest.raises(records.RunError, match=r"metrics.jsonl:1: not a JSON object"):
         records.read_metrics(path / "metrics.jsonl")
 
 

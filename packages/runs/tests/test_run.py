@@ -106,6 +106,22 @@ def test_a_resume_that_changes_what_is_learned_is_refused_naming_each_field(tmp_
         toy_train(lr)
 
 
+@pytest.mark.parametrize("line", ["{garbled", "[1, 2]", '"a string"'])
+def test_a_resume_of_a_run_whose_records_were_edited_is_refused_before_anything_is_written(
+    tmp_path, toy_train, line
+):
+    toy_train(toy(tmp_path, total_env_steps=30))
+    run = tmp_path / "toy"
+    metrics = run / "metrics.jsonl"
+    metrics.write_text(metrics.read_text() + line + "\n" + '{"env_steps": 40}\n')
+    before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
+    with pytest.raises(ConfigError) as info:
+        toy_train(toy(tmp_path, total_env_steps=60, resume=True))
+    assert str(info.value).startswith(f"RunConfig.resume: {metrics}:4: not a JSON object")
+    assert "\n" not in str(info.value)
+    assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before  # no resume
+
+
 @pytest.mark.parametrize("damage", ["truncated", "garbled metadata"])
 def test_a_checkpoint_that_does_not_restore_falls_back_to_the_previous(
     tmp_path, capsys, damage, toy_train

@@ -155,8 +155,12 @@ def _read_holder(path: str) -> str:
         return ""
 
 
-def read_jsonl(path: str) -> list[dict[str, Any]]:
-    """The JSON objects of a `.jsonl` file, without a torn (unterminated) last line."""
+def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """The JSON objects of a `.jsonl` file (metrics.jsonl, resumes.jsonl, ...), the one
+    reader of them all. A last line that is cut short or not JSON is torn (a crash
+    mid-write) and left out; any other line that is not a JSON object (edited by hand,
+    written by another program) is a one-line ValueError naming the file and line."""
+    path = os.fspath(path)
     if not os.path.exists(path):
         return []
     with open(path) as f:
@@ -164,7 +168,23 @@ def read_jsonl(path: str) -> list[dict[str, Any]]:
     lines = text.split("\n")
     if not text.endswith("\n"):  # the last write never finished
         lines = lines[:-1]
-    return [json.loads(line) for line in lines if line.strip()]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    rows = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row, why = json.loads(line), f"{line[:40]!r}"
+        except json.JSONDecodeError as e:
+            if number == len(lines):  # torn
+                break
+            row, why = None, e.msg
+        if not isinstance(row, dict):
+            raise ValueError(f"{path}:{number}: not a JSON object ({why}); repair or delete "
+                             f"that line (nothing was changed)")  # fmt: skip
+        rows.append(row)
+    return rows
 
 
 def _write_json(path: str, obj: Any) -> None:

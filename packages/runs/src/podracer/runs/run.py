@@ -46,6 +46,7 @@ from podracer.runs.directory import RunDir
 from podracer.runs.directory import RunInUse
 from podracer.runs.directory import RunLock
 from podracer.runs.directory import auto_name
+from podracer.runs.directory import read_jsonl
 from podracer.runs.distributed import initialize_distributed
 from podracer.runs.progress import Progress
 from podracer.runs.provenance import provenance
@@ -581,7 +582,14 @@ def _check_directory(config: RunConfig, runtime: str, directory: RunDir) -> dict
         raise ConfigError(
             f"{owner}.resume: no run {directory.name!r} in {root} (no config.json){hint}"
         )
-    stored = directory.read_config()
+    try:
+        stored = directory.read_config()
+        # Every record the run keeps is read before anything is written: a line edited
+        # into something else refuses the resume here, not halfway through it.
+        for path in sorted(glob.glob(os.path.join(directory.path, "*.jsonl"))):
+            read_jsonl(path)
+    except ValueError as e:
+        raise ConfigError(f"{owner}.resume: {e}") from None
     current = {"runtime": runtime}
     changes = changed_fields({k: v for k, v in stored.items() if k != "runtime"}, config)
     if stored.get("runtime", runtime) != runtime:

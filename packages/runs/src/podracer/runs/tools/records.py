@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from podracer.runs.config import RunConfig
+from podracer.runs.directory import read_jsonl
 from podracer.runs.sweep import PREFIX
 from podracer.runs.sweep import member_config
 
@@ -84,25 +85,11 @@ def number(value: Any) -> float | None:
 
 
 def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """The rows of a metrics.jsonl; a last line torn by a crash mid-write is left out."""
-    with open(path) as f:
-        text = f.read()
-    lines = text.split("\n")
-    if not text.endswith("\n"):  # the last write never finished
-        lines = lines[:-1]
-    while lines and not lines[-1].strip():
-        lines.pop()
-    rows = []
-    for line_number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as e:
-            if line_number == len(lines):  # torn: a crash mid-write
-                break
-            raise RunError(f"{os.fspath(path)}:{line_number}: not a JSON line ({e.msg})") from None
-    return rows
+    """The rows of a metrics.jsonl (`podracer.runs.directory.read_jsonl`'s rules)."""
+    try:
+        return read_jsonl(path)
+    except ValueError as e:
+        raise RunError(str(e)) from None
 
 
 def _is_run(path: str) -> bool:
