@@ -17,6 +17,7 @@ from podracer.agents import QLambdaConfig
 from podracer.agents.validation import ConfigError
 from podracer.anakin import AnakinConfig
 from podracer.anakin import train
+from podracer.runs import parse_cli
 from podracer.runs.source import load
 from podracer.runs.source import parse_source
 from podracer.runs.sweep import num_members
@@ -208,6 +209,19 @@ def test_a_pbt_run_records_its_lineage_and_rows_carry_the_values_in_force(tmp_pa
     assert [after[m] for m in range(4)] == pytest.approx(
         lineage[0]["values"]["sweep/qlambda.learning_rate"]
     )
+    # sweep-best writes a config that reruns (a single member: no population to train).
+    assert sweep_best([str(tmp_path / "pbt")]) == 0
+    best = json.loads((tmp_path / "pbt" / "best_config.json").read_text())
+    assert best["pbt_interval"] == 0 and best["sweep"] == []
+    assert parse_cli(AnakinConfig, ["--config", str(tmp_path / "pbt" / "best_config.json")])
+
+
+def test_sweep_best_into_a_folder_that_cannot_hold_the_file_is_one_line(tmp_path, capsys):
+    train(tiny(tmp_path, run_name="s", sweep=SWEEP[:1], total_env_steps=256))
+    capsys.readouterr()
+    assert sweep_best([str(tmp_path / "s"), "--write", str(tmp_path / "no" / "best.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("podracer sweep-best: error: ") and err.count("\n") == 1, err
 
 
 @pytest.mark.parametrize(
@@ -216,6 +230,8 @@ def test_a_pbt_run_records_its_lineage_and_rows_carry_the_values_in_force(tmp_pa
         ({"pbt_interval": 256}, "AnakinConfig.pbt_interval must be 0 without a sweep"),
         ({"pbt_interval": 256, "sweep": SWEEP, "pbt_fraction": 0.6}, "must be in (0, 0.5]"),
         ({"pbt_interval": 256, "sweep": SWEEP, "pbt_fraction": 0.2}, "at least 1 / 4"),
+        ({"pbt_interval": 5000, "sweep": SWEEP, "total_env_steps": 4096},
+         "AnakinConfig.pbt_interval must be at most the run's 4,096 env steps"),
     ],
 )
 def test_bad_pbt_settings_fail_in_one_line(changes, message):

@@ -76,6 +76,9 @@ class AnakinConfig(RunConfig):
             if self.pbt_exploited < 1:
                 fail(self, "pbt_fraction", f"at least 1 / {self.num_members} (the members): "
                      "at least one member copies another")  # fmt: skip
+            if self.pbt_interval > self.planned_env_steps():
+                fail(self, "pbt_interval", f"at most the run's {self.planned_env_steps():,} env "
+                     "steps (total_env_steps): no PBT step would happen")  # fmt: skip
 
     @property
     def grid(self) -> Sweep:

@@ -197,6 +197,8 @@ def member_config(config: Mapping[str, Any], member: Mapping[str, Any]) -> dict[
     out["sweep"] = []
     out["seed"] = int(out.get("seed") or 0) + int(member.get("seed", 0))
     out["num_seeds"] = 1
+    if out.get("pbt_interval"):  # one member: no population to train (PBT needs a sweep)
+        out["pbt_interval"] = 0
     return out
 
 

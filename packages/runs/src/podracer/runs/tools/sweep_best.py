@@ -119,9 +119,13 @@ def main(argv: list[str] | None = None) -> int:
     print(sweep_table(finals, args.metric))
     out = args.write or os.path.join(args.run, "best_config.json")
     tmp = f"{out}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(best, f, indent=2)
-    os.replace(tmp, out)
+    try:
+        with open(tmp, "w") as f:
+            json.dump(best, f, indent=2)
+        os.replace(tmp, out)
+    except OSError as e:
+        print(f"{parser.prog}: error: cannot write {out}: {e.strerror}", file=sys.stderr)
+        return 2
     runtime = config.get("runtime", "anakin")
     print(f"wrote {out}; rerun the best point alone: {runtime} --config {out}")
     return 0
