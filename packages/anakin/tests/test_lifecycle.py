@@ -24,6 +24,9 @@ from podracer.agents import register_agent
 from podracer.anakin import AnakinConfig
 from podracer.anakin import train
 from podracer.anakin.cli import main
+from podracer.envs import register
+from podracer.envs import registry
+from podracer.envs.catch import Catch
 from podracer.runs import read_tensorboard
 
 CHUNK = 8 * 4 * 5  # env steps per chunk of the tiny config
@@ -279,10 +282,34 @@ def test_bad_input_is_one_line_before_compiling(tmp_path, capsys, args, message)
     assert not os.listdir(tmp_path)  # no run directory left behind
 
 
+class _Drifting(Catch):
+    """A user's env whose step returns another observation shape than its reset."""
+
+    def step(self, state, action, key):
+        state, timestep = super().step(state, action, key)
+        return state, timestep._replace(observation=timestep.observation.reshape(-1))
+
+
+def test_an_env_whose_step_changes_reset_s_shapes_is_one_line_before_compiling(
+    tmp_path, capsys
+):
+    register("drifting", _Drifting)
+    try:
+        assert main(["--env", "drifting", "--runs-root", str(tmp_path), "--no-progress"]) == 2
+    finally:
+        registry._REGISTERED.pop("drifting")
+    err = capsys.readouterr().err
+    assert err == (
+        "anakin: error: AnakinConfig.env: env 'catch': step returns timestep.observation as "
+        "float32[50], reset as float32[10, 5]: a step keeps reset's shapes and dtypes\n"
+    )
+    assert not os.listdir(tmp_path)  # no run directory left behind
+
+
 def test_help_imports_no_jax():
     code = (
         "import sys\nfrom podracer.anakin.cli import main\n"
-        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "try:\n    main(['--agent', 'muzero', '--help'])\nexcept SystemExit:\n    pass\n"
         "print('IMPORTED', sorted(m for m in sys.modules if m in ('jax', 'flax', 'orbax')))"
     )
     child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -1,9 +1,13 @@
+import dataclasses
+
 import numpy as np
 import pytest
 
 from podracer.envs import EnvSpec
+from podracer.envs.catch import Catch
 from podracer.envs.checks import check_actions
 from podracer.envs.checks import check_env_ids
+from podracer.envs.checks import check_jax_env
 from podracer.envs.checks import check_sizes
 
 DISCRETE = EnvSpec("d", (4,), "float32", 3)
@@ -46,3 +50,45 @@ def test_sizes_and_env_ids():
     np.testing.assert_array_equal(check_env_ids([3, 0], 2, 4), [3, 0])
     with pytest.raises(ValueError, match=r"env_ids must be in 0..3 \(num_envs=4\)"):
         check_env_ids([4], None, 4)
+
+
+class _Drifting(Catch):
+    """A Catch whose step returns what reset does not: `what` names the change."""
+
+    def __init__(self, what: str):
+        super().__init__()
+        self.what = what
+
+    def step(self, state, action, key):
+        import jax.numpy as jnp
+
+        state, timestep = super().step(state, action, key)
+        if self.what == "observation":
+            flat = timestep.observation.reshape(-1)
+            return state, timestep._replace(observation=flat)
+        if self.what == "reward":
+            return state, timestep._replace(reward=timestep.reward.astype(jnp.int32))
+        return (state, state), timestep  # another state structure
+
+
+class _WrongSpec(Catch):
+    @property
+    def spec(self) -> EnvSpec:
+        return dataclasses.replace(super().spec, observation_shape=(5, 10))
+
+
+def test_a_jax_env_is_checked_on_abstract_values():
+    check_jax_env(Catch())  # nothing raised
+    cases = {
+        "observation": "env 'catch': step returns timestep.observation as float32[50], reset "
+                       "as float32[10, 5]: a step keeps reset's shapes and dtypes",
+        "reward": "timestep.reward as int32[], reset as float32[]",
+        "state": "env 'catch': step returns a state of another structure than reset's",
+    }  # fmt: skip
+    for what, message in cases.items():
+        with pytest.raises(ValueError) as info:
+            check_jax_env(_Drifting(what))
+        assert message in str(info.value) and "\n" not in str(info.value)
+    with pytest.raises(ValueError, match=r"reset's observation is float32\[10, 5\], its spec says "
+                                         r"float32\[5, 10\]"):  # fmt: skip
+        check_jax_env(_WrongSpec())

@@ -55,14 +55,22 @@ class Program(NamedTuple):
 
 
 def make_env(config: AnakinConfig):
+    """The run's JaxEnv, checked on abstract values (`check_jax_env`) before anything
+    compiles: a step that changes reset's shapes would fail deep in the chunk's scan."""
     from podracer.envs import make
+    from podracer.envs.checks import check_jax_env
 
     try:
-        return make(config.env, **config.env_kwargs)
+        env = make(config.env, **config.env_kwargs)
     except (ValueError, ImportError) as e:
         raise ConfigError(f"AnakinConfig.env: {e}") from None
     except TypeError as e:  # a keyword the env's constructor does not take
         raise ConfigError(f"AnakinConfig.env_kwargs={config.env_kwargs}: {e}") from None
+    try:
+        check_jax_env(env)
+    except ValueError as e:
+        raise ConfigError(f"AnakinConfig.env: {e}") from None
+    return env
 
 
 def build(config: AnakinConfig, env) -> tuple[Any, Program]:

@@ -1,8 +1,10 @@
-"""Host-side argument checks shared by the HostEnv adapters: fail in Python, not in C++/XLA."""
+"""Checks that fail in Python, not in C++ or XLA: the HostEnv adapters' argument checks,
+and `check_jax_env`, what a runtime checks of a JaxEnv before it compiles."""
 
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import numpy as np
 
@@ -112,3 +114,41 @@ def whole_batch_actions(actions, env_ids, ids: np.ndarray, num_envs: int, what: 
             f"envs), got {env_ids.tolist()}"
         )
     return np.asarray(actions)[np.argsort(env_ids)]
+
+
+def check_jax_env(env: Any) -> None:
+    """A JaxEnv's `reset` and `step` traced on abstract values (nothing runs, nothing
+    compiles): the step must return the state and timestep types, shapes and dtypes the
+    reset returned (a runtime's scan carries them), and observations must be the spec's.
+    A ValueError naming the env and the first leaf that differs."""
+    import jax
+
+    spec = env.spec
+    key = jax.eval_shape(lambda: jax.random.PRNGKey(0))
+    state, timestep = jax.eval_shape(env.reset, key)
+    action = jax.ShapeDtypeStruct(tuple(spec.action_shape), np.dtype(spec.action_dtype))
+    next_state, next_timestep = jax.eval_shape(env.step, state, action, key)
+    name = f"env {spec.name!r}"
+    obs = timestep.observation
+    want = (tuple(spec.observation_shape), np.dtype(spec.observation_dtype))
+    if (tuple(obs.shape), np.dtype(obs.dtype)) != want:
+        raise ValueError(f"{name}: reset's observation is {_leaf(obs)}, its spec says "
+                         f"{np.dtype(want[1]).name}{list(want[0])}")  # fmt: skip
+    for what, before, after in (
+        ("timestep", timestep, next_timestep),
+        ("state", state, next_state),
+    ):
+        paths, tree = jax.tree_util.tree_flatten_with_path(before)
+        after_paths, after_tree = jax.tree_util.tree_flatten_with_path(after)
+        if tree != after_tree:
+            raise ValueError(f"{name}: step returns a {what} of another structure than reset's "
+                             f"({after_tree} after {tree})")  # fmt: skip
+        for (path, a), (_, b) in zip(paths, after_paths, strict=True):
+            if (a.shape, a.dtype) != (b.shape, b.dtype):
+                field = jax.tree_util.keystr(path)
+                raise ValueError(f"{name}: step returns {what}{field} as {_leaf(b)}, reset as "
+                                 f"{_leaf(a)}: a step keeps reset's shapes and dtypes")  # fmt: skip
+
+
+def _leaf(x: Any) -> str:
+    return f"{np.dtype(x.dtype).name}{list(x.shape)}"
