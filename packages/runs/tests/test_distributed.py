@@ -1,6 +1,8 @@
 """--distributed's options are checked before JAX sees them: each mistake is one line."""
 
 import socket
+import subprocess
+import sys
 
 import pytest
 
@@ -68,3 +70,29 @@ def test_a_host_name_resolving_to_loopback_is_not_bound_to_loopback():
     # address, so its coordinator must listen on every interface (JAX's default).
     assert bind_address(f"{socket.gethostname()}:1234") is None
     assert bind_address("localhost:1234") == "localhost:1234"
+
+
+SIGTERM_AFTER_JOINING = """
+import os, signal, socket, sys, time
+from podracer.runs import DistributedConfig, initialize_distributed
+caught = []
+signal.signal(signal.SIGTERM, lambda signum, frame: caught.append(signum))  # the CLI's, first
+with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+initialize_distributed(DistributedConfig(
+    distributed=True, coordinator_address=f"127.0.0.1:{port}", num_processes=1, process_id=0))
+os.kill(os.getpid(), signal.SIGTERM)
+time.sleep(0.5)
+print("CAUGHT", caught)
+"""
+
+
+def test_sigterm_after_joining_still_reaches_the_run_s_handler():
+    # Slurm's preemption notice: JAX's preemption service would take it from the handler
+    # the command line installed before joining, and the run would train on.
+    child = subprocess.run([sys.executable, "-c", SIGTERM_AFTER_JOINING], capture_output=True,
+                           text=True, timeout=120)  # fmt: skip
+    assert child.returncode == 0, child.stderr[-2000:]
+    assert child.stdout.splitlines()[-1] == "CAUGHT [15]", child.stderr[-2000:]
+    assert "SIGTERM caught" not in child.stderr

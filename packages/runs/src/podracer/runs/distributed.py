@@ -172,6 +172,10 @@ def initialize_distributed(config: DistributedConfig) -> None:
     # Only affects the CPU backend (it must be set before any backend starts, so it is
     # set unconditionally: asking which backend is in use would start one).
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    # JAX's preemption service would take SIGTERM (Slurm's, Kubernetes') from the run's
+    # own handlers, installed before this by the command line: the run would neither stop
+    # nor save. The run's stop vote already reaches every process (podracer.runs.signals).
+    jax.config.update("jax_enable_preemption_service", False)
     kwargs = distributed_arguments(config)
     try:
         jax.distributed.initialize(**kwargs)
