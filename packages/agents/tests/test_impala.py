@@ -203,3 +203,44 @@ def test_gradients_are_finite_on_uint8_frames(frames_spec, random_trajectory, ch
 
 def optax_norm(tree):
     return jnp.sqrt(sum(jnp.sum(jnp.square(x)) for x in jax.tree.leaves(tree)))
+
+
+def test_novelty_bonus_joins_the_rewards_and_trains_the_predictor_only(
+    params, vector_spec, random_trajectory
+):
+    """With `novelty_weight`, the loss is IMPALA's on the trajectory whose rewards carry
+    the weight times each reached observation's bonus, plus the predictor's error; an
+    update merges the batch into the bonus's statistics first and never moves the fixed
+    network; the actor-critic's initialisation is the one without the bonus."""
+    from podracer.agents import novelty
+
+    plain = make_impala(vector_spec, CONFIG)
+    agent = make_impala(vector_spec, dataclasses.replace(CONFIG, novelty_weight=0.7))
+    with_rnd = jax.jit(agent.init)(jax.random.key(1))
+    chex.assert_trees_all_equal(with_rnd["params"], params["params"])
+    traj = random_trajectory(vector_spec, T, B, extras={"logits": behaviour_logits(vector_spec)})
+    ts = traj.timestep
+    errors = novelty.prediction_errors(with_rnd, novelty.reached_observations(ts), 1)
+    bonus = errors / np.sqrt(with_rnd[novelty.ERROR_KEY]["var"] + 1e-8)
+    by_hand = traj._replace(timestep=ts._replace(reward=ts.reward + 0.7 * bonus))
+    mask = np.asarray(ts.transition_mask[1:])
+    predictor_loss = np.sum(np.asarray(errors[1:]) * mask) / mask.sum()
+    total, metrics = jax.jit(agent.loss)(with_rnd, traj, jax.random.key(0))
+    expected, _ = jax.jit(plain.loss)(with_rnd, by_hand, jax.random.key(0))
+    np.testing.assert_allclose(total, expected + predictor_loss, rtol=1e-5)
+    np.testing.assert_allclose(metrics["losses/novelty"], predictor_loss, rtol=1e-5)
+    assert metrics["agent/novelty_bonus"] > 0
+
+    stepped, _, _ = jax.jit(agent.update)(
+        with_rnd, agent.optimizer.init(with_rnd), traj, jax.random.key(0)
+    )
+    reached = novelty.reached_observations(ts)[1:]
+    observed = novelty.observe(with_rnd, reached, 1, ts.transition_mask[1:])
+    for key in (novelty.OBS_KEY, novelty.ERROR_KEY, novelty.UPDATES_KEY):
+        chex.assert_trees_all_close(stepped[key], observed[key], rtol=1e-6)
+    chex.assert_trees_all_equal(stepped[novelty.TARGET_KEY], with_rnd[novelty.TARGET_KEY])
+    moved = jax.tree.map(
+        lambda a, b: bool(np.any(a != b)), stepped[novelty.PREDICTOR_KEY],
+        with_rnd[novelty.PREDICTOR_KEY],
+    )  # fmt: skip
+    assert all(jax.tree.leaves(moved))

@@ -4,7 +4,10 @@ Both act with an actor-critic network (logits, or a Gaussian on a box:
 `networks.make_actor_critic`), seen through running observation and value statistics
 when the config asks for them (`normalization`), stepped or unrolled through a recurrent
 core when it has one (`recurrent`), and trained by Adam with the statistics frozen.
-`ActorCriticParts` builds those once, so each agent's module holds only its loss.
+With a config's `novelty_weight` (IMPALA's) the params also carry random network
+distillation's networks and statistics (`novelty`), which the optimizer trains only
+the predictor of. `ActorCriticParts` builds those once, so each agent's module holds
+only its loss.
 """
 
 from __future__ import annotations
@@ -14,12 +17,16 @@ from typing import Any
 from typing import NamedTuple
 
 import chex
+import jax
 import optax
 
+from podracer.agents import novelty
 from podracer.agents.learn import config_learning_rate
 from podracer.agents.learn import make_optimizer
 from podracer.agents.networks import core_initializer
 from podracer.agents.networks import make_actor_critic
+from podracer.agents.normalization import STATS_KEY
+from podracer.agents.normalization import VALUE_KEY
 from podracer.agents.normalization import frozen_statistics
 from podracer.agents.normalization import normalized_network
 from podracer.agents.policy import ActionPolicy
@@ -49,6 +56,7 @@ class ActorCriticParts(NamedTuple):
     learning_rate: float | optax.Schedule  # the optimizer's (`Agent.learning_rate`)
     initial_core: Callable[[int], Any]  # batch size -> core state [B, ...] (() feed-forward)
     recurrent: bool
+    novelty: bool  # the params carry the novelty bonus's entries (`novelty.init_novelty`)
 
     def greedy_act(self, params, observation: chex.Array, core: Any = None, first=None):
         """The evaluation action (argmax, or the box's mean) and the core after it."""
@@ -62,13 +70,27 @@ def actor_critic_parts(
     """The parts a PPO or IMPALA `config` (named `owner` in errors) asks for on `spec`,
     its learning rate annealed over `total_updates` where the config says so."""
     net = make_actor_critic(spec, config, owner)
-    init, apply = normalized_network(
+    network_init, apply = normalized_network(
         net, spec, config.normalize_observations, config.normalize_values, config.observation_clip
     )
+    with_novelty = novelty.enabled(getattr(config, "novelty_weight", 0.0))
+
+    def init(key: chex.PRNGKey) -> dict[str, Any]:
+        params = network_init(key)
+        if with_novelty:  # its own key: the network's initialisation is the same either way
+            params = {**params, **novelty.init_novelty(jax.random.fold_in(key, 1),
+                                                       tuple(spec.observation_shape))}  # fmt: skip
+        return params
+
     learning_rate = config_learning_rate(config, total_updates)
     optimizer = make_optimizer(learning_rate, config.max_grad_norm, eps=adam_eps)
+    frozen: tuple[str, ...] = ()
     if config.normalize_observations or config.normalize_values:
-        optimizer = frozen_statistics(optimizer)
+        frozen += (STATS_KEY, VALUE_KEY)
+    if with_novelty:
+        frozen += novelty.FROZEN_KEYS
+    if frozen:
+        optimizer = frozen_statistics(optimizer, frozen)
     recurrent = config.core != "none"
     return ActorCriticParts(
         init=init,
@@ -80,4 +102,5 @@ def actor_critic_parts(
         learning_rate=learning_rate,
         initial_core=core_initializer(net),
         recurrent=recurrent,
+        novelty=with_novelty,
     )

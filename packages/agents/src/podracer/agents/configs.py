@@ -219,6 +219,16 @@ class ImpalaConfig(_Minibatched):
     # The critic predicts values normalised by the running mean and variance of the
     # V-trace targets (kept in the params); the baseline loss is in those units.
     normalize_values: bool = False
+    # Random network distillation's novelty bonus, as MuZero's (`podracer.agents.novelty`;
+    # 0: off): this weight times the predictor's normalised error on the observation each
+    # transition led to joins its reward for V-trace, fading to 0 over the first
+    # `novelty_fade` of the run's updates (0: constant), its scale over about the last
+    # `novelty_window` errors (0: all). Where every step pays -1 until a goal
+    # (MountainCar), random play gives the critic nothing to learn and the bonus is what
+    # sets states apart.
+    novelty_weight: float = 0.0
+    novelty_fade: float = 0.0
+    novelty_window: float = 0.0
 
     def __post_init__(self):
         check_finite(self)
@@ -227,6 +237,9 @@ class ImpalaConfig(_Minibatched):
         check_range(self, "lambda_", 0.0, 1.0)
         check_range(self, "entropy_cost", 0.0, float("inf"))
         check_range(self, "baseline_cost", 0.0, float("inf"))
+        check_range(self, "novelty_weight", 0.0, float("inf"))
+        check_range(self, "novelty_fade", 0.0, 1.0)
+        check_range(self, "novelty_window", 0.0, float("inf"))
         check_int(self, "num_epochs", "num_minibatches")
         if self.clip_eps is not None:
             check_positive(self, "clip_eps")

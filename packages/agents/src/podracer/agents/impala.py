@@ -12,6 +12,12 @@ behaviour log-probability of the action taken travels instead of logits (as `log
 with the raw sample under tanh squashing); with `normalize_observations` the running
 statistics are part of the params (`podracer.agents.normalization`), so a lagging
 actor's statistics are part of its behaviour policy, which V-trace corrects for.
+
+With `novelty_weight`, random network distillation's bonus (`podracer.agents.novelty`)
+on the observation each transition led to joins its reward before V-trace (the weight
+fading over the first `novelty_fade` of the run's updates), the predictor's error joins
+the loss, and each update first merges the batch into the bonus's statistics, as
+MuZero's does. The actors never see the bonus: it is the learner's reward.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from podracer.agents import novelty
 from podracer.agents import returns
 from podracer.agents.actor_critic import ActorCriticParts
 from podracer.agents.actor_critic import actor_critic_parts
@@ -135,6 +142,7 @@ def make_impala(
     spec: EnvSpec, config: ImpalaConfig = ImpalaConfig(), total_updates: int | None = None
 ) -> Agent:
     ac = actor_critic_parts(spec, config, "ImpalaConfig", total_updates)
+    obs_ndim = len(spec.observation_shape)
 
     def act(params, key, observation, step=0, core=None, first=None):
         del step  # no schedule in acting
@@ -146,10 +154,25 @@ def make_impala(
 
     def loss_and_targets(params, trajectory: Trajectory, key: chex.PRNGKey):
         del key
-        return impala_loss(ac, config, spec, params, trajectory)
+        if not ac.novelty:
+            return impala_loss(ac, config, spec, params, trajectory)
+        weight = novelty.faded_weight(
+            params, config.novelty_weight, config.novelty_fade, total_updates
+        )
+        augmented, errors = novelty.with_bonus(params, trajectory, weight, obs_ndim)
+        total, (metrics, targets, mask) = impala_loss(ac, config, spec, params, augmented)
+        transitions = trajectory.timestep.transition_mask[1:]
+        predictor_loss = masked_mean(errors[1:], transitions)
+        bonus = augmented.timestep.reward[1:] - trajectory.timestep.reward[1:]
+        metrics = {
+            **metrics,
+            "losses/novelty": predictor_loss,
+            "agent/novelty_bonus": masked_mean(bonus, transitions),
+        }
+        return total + predictor_loss, (metrics, targets, mask)
 
     def loss(params, trajectory: Trajectory, key: chex.PRNGKey):
-        total, (metrics, _, _) = impala_loss(ac, config, spec, params, trajectory)
+        total, (metrics, _, _) = loss_and_targets(params, trajectory, key)
         return total, metrics
 
     if config.num_epochs * config.num_minibatches > 1:  # reuse; no value statistics (config)
@@ -162,6 +185,8 @@ def make_impala(
         update = _step_then_value_statistics(loss_and_targets, ac.optimizer)
     else:
         update = sgd_update(loss, ac.optimizer)
+    if ac.novelty:
+        update = novelty.observing(update, obs_ndim, config.novelty_window)
 
     return Agent(
         name="impala",

@@ -69,6 +69,12 @@ def _flat(observation: chex.Array, observation_ndim: int) -> chex.Array:
 _NET = NoveltyNet()
 
 
+def enabled(weight: Any) -> bool:
+    """Whether a config's `novelty_weight` asks for the bonus: anything but the Python
+    number 0 (a swept weight is an array: the bonus's networks are built for every member)."""
+    return not (isinstance(weight, int | float) and weight == 0)
+
+
 def init_novelty(key: chex.PRNGKey, observation_shape: tuple[int, ...]) -> dict[str, Any]:
     """The params entries of the bonus: both networks (independent random draws) and the
     observation and error statistics."""
