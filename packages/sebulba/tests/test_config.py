@@ -6,6 +6,7 @@ import pytest
 
 from podracer.agents import PPOConfig
 from podracer.runs import parse_cli
+from podracer.runs.presets import PRESETS
 from podracer.sebulba import SebulbaConfig
 from podracer.sebulba import train
 
@@ -53,6 +54,21 @@ def test_actor_layouts_come_from_the_agents_preset_unless_given():
     assert layout("--agent", "muzero") == (32, 16)  # Anakin's MuZero layout
     assert layout("--agent", "muzero", "--envs-per-thread", "8") == (8, 16)
     assert layout("--agent", "ppo", "--rollout-length", "64") == (16, 64)
+
+
+@pytest.mark.parametrize("env", ["MountainCar-v0", "envpool:MountainCar-v0"])
+def test_mountaincar_defaults_are_its_impala_preset(env):
+    """`sebulba --env MountainCar-v0` runs IMPALA's `MountainCar-v0` preset (APPO with the
+    novelty bonus, benchmarks/results/sebulba_mountaincar.md) in its layout, not the
+    classic family's."""
+    config, source = SebulbaConfig.from_preset(env)
+    assert config.agent == "impala" and source.startswith("preset 'MountainCar-v0' for impala")
+    assert config.agent_config == PRESETS[("impala", "MountainCar-v0")].agent_config
+    a = config.agent_config
+    assert (a.novelty_weight, a.novelty_fade, a.novelty_window) == (10.0, 0.6, 50_000.0)
+    assert (a.clip_eps, a.num_epochs, a.num_minibatches) == (0.2, 4, 4)
+    layout = (config.envs_per_thread, config.rollout_length, config.total_env_steps)
+    assert layout == (16, 32, 1_000_000)
 
 
 def test_device_layouts():

@@ -56,6 +56,9 @@ LAYOUTS: dict[tuple[str, str], dict[str, Any]] = {
     ("pqn", "MountainCar-v0"): dict(
         num_envs=32, rollout_length=64, updates_per_chunk=20, total_env_steps=500_000
     ),
+    ("impala", "MountainCar-v0"): dict(
+        num_envs=16, rollout_length=32, updates_per_chunk=100, total_env_steps=1_000_000
+    ),
     ("pqn", "catch"): dict(
         num_envs=128, rollout_length=16, updates_per_chunk=50, total_env_steps=409_600
     ),

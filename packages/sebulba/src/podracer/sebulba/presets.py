@@ -31,6 +31,9 @@ LAYOUTS: dict[tuple[str, str], dict[str, Any]] = {
     ("pqn", "minatar"): dict(envs_per_thread=128, rollout_length=32, total_env_steps=10_000_000),
     ("pqn", "classic"): dict(envs_per_thread=32, rollout_length=64, total_env_steps=500_000),
     ("pqn", "MountainCar-v0"): dict(envs_per_thread=32, rollout_length=64, total_env_steps=500_000),
+    ("impala", "MountainCar-v0"): dict(
+        envs_per_thread=16, rollout_length=32, total_env_steps=1_000_000
+    ),
     ("pqn", "catch"): dict(envs_per_thread=128, rollout_length=16, total_env_steps=409_600),
     ("ppo", "control"): dict(envs_per_thread=32, rollout_length=16, total_env_steps=1_000_000),
     ("muzero", "control"): dict(envs_per_thread=8, rollout_length=16, total_env_steps=250_000),
