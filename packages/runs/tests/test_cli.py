@@ -230,3 +230,9 @@ def test_another_agent_s_flag_is_refused_not_ignored(capsys):
     assert "--impala.learning-rate" in capsys.readouterr().err
     config, _ = parse("--agent", "impala", "--impala.learning-rate", "3e-4")
     assert config.agent_config.learning_rate == 3e-4
+
+
+@pytest.mark.parametrize("flag", ["--preset", "--config"])
+def test_a_flag_a_resume_would_not_apply_is_refused_in_one_line(flag):
+    with pytest.raises(ConfigError, match=f"^{flag} does not apply to --resume: a resume "):
+        parse("--run-name", "x", "--resume", flag, "classic")

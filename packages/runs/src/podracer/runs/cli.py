@@ -103,6 +103,13 @@ def defaults(config_cls: type, argv: list[str]) -> tuple[RunConfig, str]:
     """The config the flags apply to, and a line saying where it came from."""
     runtime = config_cls.RUNTIME
     known = _pre_parse(argv)
+    if known.resume:  # a resume's defaults are the run's own config.json, nothing else
+        for flag in ("preset", "config"):
+            if getattr(known, flag):
+                raise ConfigError(
+                    f"--{flag} does not apply to --resume: a resume continues with the run's "
+                    f"own config.json (flags may change what may change); drop --{flag}"
+                )
     base = None
     if known.config:
         base = (_load_config(config_cls, runtime, known.config, known),
