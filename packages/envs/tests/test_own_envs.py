@@ -115,3 +115,22 @@ def test_a_gymnax_environment_class_or_instance_is_adapted():
     register("cart-instance", CartPole())
     assert make("cart-instance").spec.num_actions == 2
     assert make("gymnax.environments.classic_control.cartpole:CartPole").spec.num_actions == 2
+
+
+def test_a_gymnax_class_takes_the_keywords_a_built_in_gymnax_id_takes():
+    pytest.importorskip("gymnax")
+    from gymnax.environments.minatar.breakout import MinBreakout
+
+    register("breakout", MinBreakout)
+    # EnvParams fields as keywords, constructor arguments under env_kwargs: as gymnax:<id>
+    full = {"env_kwargs": {"use_minimal_action_set": False}, "max_steps_in_episode": 7}
+    own, built_in = make("breakout", **full), make("gymnax:Breakout-MinAtar", **full)
+    assert own.spec.num_actions == built_in.spec.num_actions == 6  # minimal: 3
+    assert own.spec.max_episode_steps == built_in.spec.max_episode_steps == 7
+    with pytest.raises(ValueError, match=r"constructor arguments go in env_kwargs"):
+        make("breakout", use_minimal_action_set=False)
+    with pytest.raises(ValueError, match=r"breakout: env_kwargs=\{'nope': 1\}"):
+        make("breakout", env_kwargs={"nope": 1})
+    register("breakout-instance", MinBreakout())
+    with pytest.raises(ValueError, match=r"is an instance, built already"):
+        make("breakout-instance", env_kwargs={"use_minimal_action_set": False})

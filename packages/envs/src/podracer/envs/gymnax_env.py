@@ -162,18 +162,34 @@ def make_gymnax(
     return wrap_gymnax(env, f"gymnax:{name}", params, **param_overrides)
 
 
-def wrap_gymnax(env: Any, name: str, params: Any = None, **param_overrides: Any) -> GymnaxEnv:
-    """A gymnax `Environment` (an instance, or a class built with no arguments) as a
+def wrap_gymnax(
+    env: Any,
+    name: str,
+    params: Any = None,
+    env_kwargs: dict[str, Any] | None = None,
+    **param_overrides: Any,
+) -> GymnaxEnv:
+    """A gymnax `Environment` (an instance, or a class built with `env_kwargs`) as a
     `JaxEnv` named `name`: `params` default to its `default_params`, with
-    `param_overrides` (fields of its `EnvParams`, e.g. `max_steps_in_episode=50`)."""
+    `param_overrides` (fields of its `EnvParams`, e.g. `max_steps_in_episode=50`). The
+    same two kinds of keywords as a built-in `gymnax:<id>` takes (`make_gymnax`)."""
     if isinstance(env, type):
-        env = env()
+        try:
+            env = env(**(env_kwargs or {}))
+        except TypeError as e:
+            raise ValueError(f"{name}: env_kwargs={env_kwargs} (its constructor's): {e}") from None
+    elif env_kwargs:
+        raise ValueError(f"{name} is an instance, built already: env_kwargs={env_kwargs} cannot "
+                         f"reach its constructor (register the class)")  # fmt: skip
     params = env.default_params if params is None else params
     if param_overrides:
         fields = {f.name for f in dataclasses.fields(params)}
         unknown = sorted(set(param_overrides) - fields)
         if unknown:
-            raise ValueError(f"{name} has no params {unknown}; its params are {sorted(fields)}")
+            raise ValueError(
+                f"{name} has no params {unknown}; its params are {sorted(fields)} (constructor "
+                f"arguments go in env_kwargs: --env-kwargs '{{\"env_kwargs\": {{...}}}}')"
+            )
         params = params.replace(**param_overrides)
 
     max_steps = getattr(params, "max_steps_in_episode", None)
