@@ -3,6 +3,8 @@
 import json
 import math
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -157,3 +159,27 @@ def test_a_text_goes_to_every_tensorboard_run_and_not_among_the_scalars(tmp_path
     off.close()
     MetricWriter(None).write_text("t", "x")
     assert not os.path.exists(os.path.join(tmp_path, "off", "tensorboard"))
+
+
+OPEN_FILES = """
+import resource, sys
+from podracer.runs.writer import check_open_files
+resource.setrlimit(resource.RLIMIT_NOFILE, (300, 2000))  # as `ulimit -n 300`, hard 2000
+check_open_files(1200, "AnakinConfig")  # 1,200 members: raised to what they need
+print("SOFT", resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+try:
+    check_open_files(5000, "AnakinConfig")
+except ValueError as e:
+    print("ERROR", e)
+"""
+
+
+def test_a_sweep_s_event_files_raise_the_open_file_limit_or_are_one_line():
+    child = subprocess.run([sys.executable, "-c", OPEN_FILES], capture_output=True, text=True,
+                           timeout=60)  # fmt: skip
+    assert child.returncode == 0, child.stderr
+    soft, error = child.stdout.splitlines()
+    assert soft == "SOFT 1456"  # 1,200 event files + OTHER_OPEN_FILES
+    assert error.startswith("ERROR AnakinConfig.tensorboard: 5,000 members write 5,000 "
+                            "TensorBoard event files, about 5,256 open files, and this process "
+                            "may open at most 2,000 (ulimit -Hn)")  # fmt: skip

@@ -54,6 +54,7 @@ from podracer.runs.result import RunResult
 from podracer.runs.result import history_return
 from podracer.runs.signals import StopSignals
 from podracer.runs.writer import MetricWriter
+from podracer.runs.writer import check_open_files
 from podracer.runs.writer import hyperparameter_table
 
 EVAL_METRIC = "eval/episodic_return"  # what "best" checkpoints are ranked by
@@ -145,6 +146,8 @@ class Run:
         lock = _lock(config, directory) if jax.process_index() == 0 else None
         try:
             changes = _check_directory(config, runtime, directory)
+            if config.tensorboard and lock is not None and config.num_members > 1:
+                check_open_files(config.num_members, type(config).__name__)
             run = cls(config, runtime, directory, changes, on_row)
         except BaseException:
             if lock is not None:

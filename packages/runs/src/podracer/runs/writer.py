@@ -27,6 +27,30 @@ from podracer.agents.validation import ConfigError
 from podracer.envs.extras import install_command
 from podracer.runs.directory import RunDir
 
+# Files a run holds open besides its TensorBoard event files: metrics.jsonl, Orbax's
+# and JAX's, the interpreter's own, with room to spare.
+OTHER_OPEN_FILES = 256
+
+
+def check_open_files(members: int, owner: str) -> None:
+    """A TensorBoard event file stays open per member (a sweep's or a multi-seed run's
+    TensorBoard runs): raises this process's soft limit of open files toward its hard limit
+    where `members` need it, else a one-line ConfigError naming the way out."""
+    import resource
+
+    need = members + OTHER_OPEN_FILES
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or need <= soft:
+        return
+    if hard == resource.RLIM_INFINITY or need <= hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
+        return
+    raise ConfigError(
+        f"{owner}.tensorboard: {members:,} members write {members:,} TensorBoard event files, "
+        f"about {need:,} open files, and this process may open at most {hard:,} (ulimit -Hn): "
+        f"raise the limit, or run with --no-tensorboard (metrics.jsonl keeps every row)"
+    )
+
 
 class MetricWriter:
     """Writes flat scalar rows keyed by env steps.
