@@ -1,5 +1,7 @@
 """Bad input fails before compiling, naming the field."""
 
+import json
+
 import pytest
 
 from podracer.agents import ImpalaConfig
@@ -8,6 +10,7 @@ from podracer.agents.validation import ConfigError
 from podracer.anakin import AnakinConfig
 from podracer.anakin import train
 from podracer.anakin.cli import main
+from podracer.runs import parse_cli
 
 
 @pytest.mark.parametrize(
@@ -70,3 +73,21 @@ def test_a_recurrent_agent_needs_envs_its_minibatches_divide():
         r"device's 6 envs are divisible by PPOConfig.num_minibatches=4",
     ):
         config.check_devices(2)
+
+
+def test_sweep_flags_replace_a_loaded_config_s_sweep_and_resume_is_not_loaded(tmp_path):
+    stored = AnakinConfig(sweep=("qlambda.learning_rate=1e-3,3e-3",), run_name="s",
+                          resume=True).to_json()  # a resumed sweep's config.json  # fmt: skip
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"runtime": "anakin", **stored}))
+    loaded, _ = parse_cli(AnakinConfig, ["--config", str(path)])
+    assert loaded.sweep == ("qlambda.learning_rate=1e-3,3e-3",) and not loaded.resume
+    # Another field: the flags' sweep, not both (a grid of 4 where 2 were asked).
+    other, _ = parse_cli(
+        AnakinConfig, ["--config", str(path), "--sweep", "qlambda.lambda_=0.5,0.9"]
+    )
+    assert other.sweep == ("qlambda.lambda_=0.5,0.9",) and other.num_members == 2
+    # The same field again: the flags' values, not "swept twice".
+    same, _ = parse_cli(AnakinConfig, ["--config", str(path),
+                                       "--sweep=qlambda.learning_rate=1e-2,3e-2"])  # fmt: skip
+    assert same.sweep == ("qlambda.learning_rate=1e-2,3e-2",)

@@ -88,6 +88,8 @@ def _load_config(config_cls: type, runtime: str, path: str, known: argparse.Name
     except json.JSONDecodeError as e:
         raise ConfigError(f"--config {path} is not valid JSON ({e})") from None
     stored_runtime = data.pop("runtime", runtime) if isinstance(data, dict) else runtime
+    if isinstance(data, dict):  # what the run did, not what a config asks: --resume says it
+        data.pop("resume", None)
     if stored_runtime != runtime:
         raise ConfigError(
             f"--config {path} is a {stored_runtime} run's config; {runtime} cannot use it "
@@ -132,6 +134,11 @@ def parse_cli(config_cls: type, argv: list[str], description: str = "") -> tuple
     runtime = config_cls.RUNTIME
     load_entry_points()  # installed packages' agents get their flag groups too
     base, source = defaults(config_cls, argv)
+    # Flags win over the defaults, a repeatable flag too: tyro appends a `--sweep` to the
+    # default's (the loaded config's, the resumed run's), which would sweep its fields twice
+    # or multiply the grid. The command line's sweeps replace them.
+    if any(a == "--sweep" or a.startswith("--sweep=") for a in argv) and hasattr(base, "sweep"):
+        base = dataclasses.replace(base, sweep=())
     fields: list[tuple[str, Any, Any]] = [
         ("run", Annotated[config_cls, tyro.conf.arg(name="")], dataclasses.field(default=base))
     ]
