@@ -73,8 +73,12 @@ class Actor:
         queue_size: int,
         timer: PhaseTimer,
         schedule: Callable[[int], int] | None = None,
+        member: int | None = None,
     ):
         self.index = index
+        # In a multi-seed run, the seed this actor acts for: its params are that member's
+        # of the published stack (`[S, ...]` leaves).
+        self.member = member
         self.loop = loop
         self.queue: queue.Queue[Rollout] = queue.Queue(maxsize=queue_size)
         self._device = device
@@ -92,7 +96,8 @@ class Actor:
 
     @property
     def name(self) -> str:
-        return f"actor-{self.index}"
+        seed = "" if self.member is None else f"-seed-{self.member}"
+        return f"actor-{self.index}{seed}"
 
     def stage(self) -> str:
         """What the thread is doing now and for how long, for timeout messages."""
@@ -113,6 +118,8 @@ class Actor:
             self._enter(f"waiting for params version {version}")
             params = self._params.get(version, self._supervisor, self.stage)
         if cache[0] != version:  # copy to the actor device once per version
+            if self.member is not None:
+                params = jax.tree.map(lambda x: x[self.member], params)
             if not self._shared_device:
                 params = jax.device_put(params, self._device)
             cache[:] = [version, params]

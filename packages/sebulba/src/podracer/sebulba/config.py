@@ -59,6 +59,12 @@ class SebulbaConfig(RunConfig):
     deterministic: bool = False
     queue_size: int = 2  # trajectories buffered per actor thread (bounds the policy lag)
     stage_timeout_s: float = 300.0  # any wait longer than this fails, naming the stage
+    # Independent runs of seeds seed, seed+1, ... in one process (metrics, a TensorBoard
+    # run and checkpoints per seed): each seed has its own actor threads and envs, seeded
+    # as the single run with seed+k seeds its own, and the learner updates all seeds in
+    # one vmapped step, so seed k trains as a run with seed+k would; total_env_steps
+    # counts one seed's steps, as Anakin's.
+    num_seeds: int = 1
 
     RUNTIME: ClassVar[str] = "sebulba"
     # Each preset's sizes on this runtime (podracer/sebulba/presets.py).
@@ -73,7 +79,7 @@ class SebulbaConfig(RunConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_int(self, "actor_threads_per_device", "envs_per_thread", "rollout_length",
-                  "trajectories_per_update", "queue_size")  # fmt: skip
+                  "trajectories_per_update", "queue_size", "num_seeds")  # fmt: skip
         if not isinstance(self.stage_timeout_s, int | float) or not self.stage_timeout_s > 0:
             fail(self, "stage_timeout_s", "> 0")
         if self.actor_loop not in ("auto", "xla", "python"):
@@ -92,6 +98,15 @@ class SebulbaConfig(RunConfig):
                 fail(self, name, "a non-empty tuple of device indices >= 0")
             if len(set(ids)) != len(ids):
                 fail(self, name, "free of repeated ids")
+
+    @property
+    def num_members(self) -> int:
+        """Independent trainings on the train state's leading axis: the seeds."""
+        return self.num_seeds
+
+    def member_tags(self) -> list[dict[str, Any]]:
+        """Each seed's rows carry `seed` (its index) in a multi-seed run."""
+        return [{"seed": k} for k in range(self.num_seeds)] if self.num_seeds > 1 else [{}]
 
     @property
     def num_lanes(self) -> int:

@@ -17,6 +17,12 @@ trajectories: each device adds its shards of the K trajectories to its own buffe
 learns from sequences sampled there (`podracer.agents.make_learn`, as in Anakin). The
 buffers live in the learner, not in checkpoints: a resumed run refills them.
 
+Several seeds (`num_seeds` S > 1): the train state has a leading member axis `[S]`
+(replicated like the rest), each seed has its own actors, and one update takes K
+trajectories of every seed and runs the agent's learn step `vmap`ped over the members
+inside `shard_map` (seed k's trajectories `[T+1, B]` stacked to `[S, T+1, B]`); the
+replay buffers, if any, get a member axis after the device one (`[D, S, ...]`).
+
 Trajectories are taken round-robin from the actors' queues (trajectory g from actor
 g mod N), the order cleanba and Stoix use; it also makes deterministic mode exact.
 
@@ -106,17 +112,27 @@ def replicated(mesh: Mesh) -> NamedSharding:
     return NamedSharding(mesh, P())
 
 
-def make_update(agent: Agent, mesh: Mesh):
+def make_update(agent: Agent, mesh: Mesh, num_seeds: int = 1):
     """`update(state, trajectories, stop_votes, replay) -> (state, metrics, stop, replay)`,
     jitted and sharded over `mesh`. `stop_votes` `[num learner devices]` int32 (split
     over them) are OR-ed into the replicated `stop`: the vote rides on the update's
-    collectives. `replay`: the per-device buffers (`[D, ...]`, donated), or None."""
+    collectives. `replay`: the per-device buffers (`[D, ...]`, donated), or None.
+
+    With `num_seeds > 1`, `state` has a leading member axis, `trajectories` is one tuple
+    of trajectories per seed, and the learn step is vmapped over the members (metrics
+    `[S]`, replay `[D, S, ...]`)."""
     # One all-reduce for all gradients and metrics.
     learn = make_learn(agent, mesh.size, AXIS, pmean_flat(AXIS))
+    concat = lambda ts: jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=1), *ts)  # noqa: E731
 
     def update(state: TrainState, trajectories: tuple, stop_votes: jax.Array, replay):
-        trajectory = jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=1), *trajectories)
-        state, metrics, replay = learn(state, trajectory, replay)
+        if num_seeds == 1:
+            state, metrics, replay = learn(state, concat(trajectories), replay)
+        else:
+            per_seed = [concat(ts) for ts in trajectories]
+            trajectory = jax.tree.map(lambda *xs: jnp.stack(xs), *per_seed)  # [S, T+1, b]
+            members = jax.vmap(learn, in_axes=(0, 0, 1), out_axes=(0, 0, 1))
+            state, metrics, replay = members(state, trajectory, replay)
         stop = jax.lax.pmax(jnp.max(stop_votes), AXIS)
         return state, metrics, stop, replay
 
@@ -140,52 +156,93 @@ def stop_votes(vote: bool, mesh: Mesh) -> jax.Array:
 class Learner:
     """Collects rollouts from this process's actors' queues and applies updates."""
 
-    def __init__(self, agent: Agent, mesh: Mesh, actors: Sequence[Actor], supervisor: Supervisor):
+    def __init__(
+        self,
+        agent: Agent,
+        mesh: Mesh,
+        actors: Sequence[Actor],
+        supervisor: Supervisor,
+        num_seeds: int = 1,
+    ):
         self.mesh = mesh  # every process's learner devices
-        self._actors = tuple(actors)
+        self.num_seeds = num_seeds
+        # Each seed's actors: `actors` holds them seed by seed, the same number each.
+        per_seed = len(actors) // num_seeds
+        self._actors = [tuple(actors[k * per_seed : (k + 1) * per_seed]) for k in range(num_seeds)]
         self._supervisor = supervisor
         self.agent = agent
-        self._update = make_update(agent, mesh)
+        self._update = make_update(agent, mesh, num_seeds)
         self._replay = None  # per-device buffers, made on the first update (agent.replay)
         # Both possible votes, placed once: nothing goes host-to-device for them per update.
         self._votes = {vote: stop_votes(vote, mesh) for vote in (False, True)}
 
-    def collect(self, first: int, count: int) -> list[Rollout]:
-        """Global trajectories `first .. first + count - 1`, each from actor g mod N."""
-        out = []
-        for g in range(first, first + count):
-            actor = self._actors[g % len(self._actors)]
-            stage = lambda a=actor: f"learner waiting for a trajectory from {a.name}; {a.stage()}"
-            out.append(self._supervisor.get(actor.queue, stage))
-        return out
+    def collect(self, first: int, count: int) -> list[list[Rollout]]:
+        """Each seed's global trajectories `first .. first + count - 1`, each from its
+        actor g mod N: one list per seed."""
+        return [
+            [self._take(actors[g % len(actors)]) for g in range(first, first + count)]
+            for actors in self._actors
+        ]
+
+    def _take(self, actor: Actor) -> Rollout:
+        stage = lambda: f"learner waiting for a trajectory from {actor.name}; {actor.stage()}"
+        return self._supervisor.get(actor.queue, stage)
 
     def update(
-        self, state: TrainState, rollouts: Sequence[Rollout], stop: bool = False
-    ) -> tuple[TrainState, dict[str, float], float, bool]:
-        """One update with this process's stop vote; returns the new state, its metrics
-        (host floats), its seconds and whether any process voted to stop."""
+        self, state: TrainState, rollouts: Sequence[Sequence[Rollout]], stop: bool = False
+    ) -> tuple[TrainState, list[dict[str, float]], float, bool]:
+        """One update of every seed (`rollouts`: each seed's, as `collect` gives them) with
+        this process's stop vote; returns the new state, each seed's metrics (host
+        floats), its seconds and whether any process voted to stop."""
         start = time.perf_counter()
-        trajectories = tuple(to_global(r.trajectory, self.mesh) for r in rollouts)
+        trajectories = tuple(
+            tuple(to_global(r.trajectory, self.mesh) for r in seed) for seed in rollouts
+        )
         if self._replay is None and self.agent.replay is not None:
-            self._replay = self._init_replay(trajectories[0])
+            self._replay = self._init_replay(trajectories[0][0])
         state, metrics, stopped, self._replay = self._update(
-            state, trajectories, self._votes[bool(stop)], self._replay
+            state,
+            trajectories[0] if self.num_seeds == 1 else trajectories,
+            self._votes[bool(stop)],
+            self._replay,
         )
         metrics, stopped = jax.device_get((metrics, stopped))
-        metrics = {k: float(v) for k, v in metrics.items()}
-        return state, metrics, time.perf_counter() - start, bool(stopped)
+        per_seed = [
+            {k: float(np.reshape(v, -1)[m]) for k, v in metrics.items()}
+            for m in range(self.num_seeds)
+        ]
+        return state, per_seed, time.perf_counter() - start, bool(stopped)
 
     def _init_replay(self, trajectory: Any) -> Any:
-        """Empty buffers, one per learner device, for sequences shaped like `trajectory`'s."""
+        """Empty buffers, one per learner device (and seed), for sequences shaped like
+        `trajectory`'s."""
         shapes = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), trajectory)
-        init = lambda: init_local_replays(self.agent, shapes, self.mesh.size)
+        seeds = self.num_seeds
+
+        def init():
+            replays = init_local_replays(self.agent, shapes, self.mesh.size)
+            if seeds == 1:
+                return replays
+            return jax.tree.map(lambda x: jnp.repeat(x[:, None], seeds, axis=1), replays)
+
         return jax.jit(init, out_shardings=NamedSharding(self.mesh, P(AXIS)))()
 
 
 def init_state(agent: Agent, key: jax.Array, mesh: Mesh) -> TrainState:
     """A fresh train state, computed directly into its replicated sharding over `mesh`
-    (every process computes the same values; nothing is copied between hosts)."""
-    return jax.jit(lambda k: init_train_state(agent, k), out_shardings=replicated(mesh))(key)
+    (every process computes the same values; nothing is copied between hosts). `key`
+    `[S, 2]`: one state per seed, on a leading member axis."""
+    init = lambda k: init_train_state(agent, k)  # noqa: E731
+    if key.ndim == 2:
+        init = jax.vmap(init)
+    return jax.jit(init, out_shardings=replicated(mesh))(key)
+
+
+def seed_keys(seed: int, num_seeds: int) -> jax.Array:
+    """The run's key, or one per seed `[S, 2]`: seed k's is seed+k's own."""
+    if num_seeds == 1:
+        return jax.random.PRNGKey(seed)
+    return jnp.stack([jax.random.PRNGKey(seed + k) for k in range(num_seeds)])
 
 
 def learn(
@@ -193,37 +250,48 @@ def learn(
     learner: Learner,
     state: TrainState,
     params: ParameterServer,
-    metrics: MetricAccumulator,
+    metrics: MetricAccumulator | Sequence[MetricAccumulator],
     trajectories_per_update: int,
     steps_per_update: int,
-    evaluate: Callable[[Any], float] | None,
+    evaluate: Callable[[Any], float | list[float]] | None,
     spec: Any,
 ) -> TrainState:
     """The learner loop until the run ends (budget, wall time, or a stop every process
     agreed on); returns the final train state. `evaluate(params)` (process 0's, or None)
-    gives the greedy return when an evaluation is due."""
+    gives the greedy return when an evaluation is due. With several seeds, `metrics`
+    holds one accumulator per seed, `evaluate` gives one return per seed, and each row
+    is a list of one per seed (`Run.log`)."""
+    many = not isinstance(metrics, MetricAccumulator)
+    accumulators = list(metrics) if many else [metrics]
     g = 0  # the global index of the next trajectory to consume
     while run.running():
         t0 = time.perf_counter()
         rollouts = learner.collect(g, trajectories_per_update)
         waited = time.perf_counter() - t0
-        g += len(rollouts)
+        g += trajectories_per_update
         # This process's stop vote rides on the update; `stop` is every process's verdict.
         state, losses, update_s, stop = learner.update(state, rollouts, run.stop_vote())
         t1 = time.perf_counter()
         params.publish(local_replica(state.params), run.step + 1)
-        metrics.add_update(run.step, rollouts, losses, waited, update_s, time.perf_counter() - t1)
+        publish_s = time.perf_counter() - t1
+        for acc, seed_rollouts, seed_losses in zip(accumulators, rollouts, losses, strict=True):
+            acc.add_update(run.step, seed_rollouts, seed_losses, waited, update_s, publish_s)
         run.advance(steps_per_update, stop=stop)
         # Decided alike on every process: a row is a collective (metrics over processes).
         evaluating = run.due("eval")
         if evaluating or run.due("log"):
-            row = metrics.row()
+            rows = [acc.row() for acc in accumulators]
             if evaluating and evaluate is not None:
-                row["eval/episodic_return"] = evaluate(local_replica(state.params))
-            run.log(row)
+                returns = evaluate(local_replica(state.params))
+                returns = returns if many else [returns]
+                for row, value in zip(rows, returns, strict=True):
+                    row["eval/episodic_return"] = value
+            run.log(rows if many else rows[0])
         run.maybe_record(learner.agent, state.params)
         run.maybe_save(spec, state)
-    if run.is_writer and metrics.stages():
+    stages = accumulators[0].stages()
+    if run.is_writer and stages:
         # Beside the progress line (stderr): stdout keeps the run's one summary line.
-        print(f"{run.runtime}: {metrics.stages()}", file=sys.stderr, flush=True)
+        seeds = " (seed 0's actors)" if many else ""
+        print(f"{run.runtime}: {stages}{seeds}", file=sys.stderr, flush=True)
     return state

@@ -41,6 +41,7 @@ from podracer.sebulba.learner import learner_mesh
 from podracer.sebulba.learner import local_replica
 from podracer.sebulba.learner import process_devices
 from podracer.sebulba.learner import replicated
+from podracer.sebulba.learner import seed_keys
 from podracer.sebulba.learner import trajectory_sharding
 from podracer.sebulba.lifetime import Supervisor
 from podracer.sebulba.params import ParameterServer
@@ -89,12 +90,17 @@ def actor_devices(config: SebulbaConfig, process: int, devices: list) -> list:
     return sorted(cpus, key=lambda d: d.id)
 
 
-def make_envs(config: SebulbaConfig, env_fn: EnvFn, first_thread: int, num_threads: int) -> list:
+def make_envs(
+    config: SebulbaConfig, env_fn: EnvFn, first_thread: int, num_threads: int,
+    seed: int | None = None,
+) -> list:  # fmt: skip
     """Each actor thread's env lanes, built here in the calling thread: a bad name fails
-    before anything compiles. Env seeds depend on the thread's global index."""
+    before anything compiles. Env seeds depend on the thread's global index and on `seed`
+    (the run's, or seed+k for seed k of a multi-seed run)."""
+    seed = config.seed if seed is None else seed
     lane_envs = config.envs_per_thread // config.num_lanes
     return [
-        [env_fn(lane_envs, config.seed + (i * config.num_lanes + k) * lane_envs)
+        [env_fn(lane_envs, seed + (i * config.num_lanes + k) * lane_envs)
          for k in range(config.num_lanes)]
         for i in range(first_thread, first_thread + num_threads)
     ]  # fmt: skip
@@ -103,13 +109,16 @@ def make_envs(config: SebulbaConfig, env_fn: EnvFn, first_thread: int, num_threa
 def make_actors(
     config: SebulbaConfig, agent: Agent, lanes: list, devices: list, mesh,
     params: ParameterServer, supervisor: Supervisor, start: int, first_thread: int,
+    seed: int | None = None, member: int | None = None,
 ) -> list[Actor]:  # fmt: skip
     """One actor per lane group, `config.actor_threads_per_device` per actor device.
 
     `mesh` is this process's learner devices; each thread's key depends on its global
-    index and on the update the run (re)starts at."""
+    index, on `seed` (the run's, or seed+k for seed k) and on the update the run
+    (re)starts at. `member`: the seed index k in a multi-seed run, else None."""
     loop_cls = choose_loop(config, lanes[0][0], devices[0])
-    key = jax.random.fold_in(jax.random.PRNGKey(config.seed), start + 1)
+    seed = config.seed if seed is None else seed
+    key = jax.random.fold_in(jax.random.PRNGKey(seed), start + 1)
     actors = []
     for i, group in enumerate(lanes):
         device, timer = devices[i // config.actor_threads_per_device], PhaseTimer()
@@ -119,7 +128,7 @@ def make_actors(
         if config.deterministic:
             schedule = deterministic_schedule(i, len(lanes), config.trajectories_per_update, start)
         actors.append(Actor(i, loop, device, trajectory_sharding(mesh), params, supervisor,
-                            config.queue_size, timer, schedule))  # fmt: skip
+                            config.queue_size, timer, schedule, member))  # fmt: skip
     return actors
 
 
@@ -132,8 +141,11 @@ def train(
 
     `env_fn(num_envs, seed)` builds every HostEnv of the run (actors' and evaluation's);
     by default `podracer.envs.make_host(config.env, ...)`. `on_row(row)` receives each
-    logged row as it is written (`env_steps`, then metrics such as
-    `charts/episodic_return`); the returned `RunResult.history` holds them all.
+    logged row as it is written (`env_steps`, `seed` in a multi-seed run, then metrics
+    such as `charts/episodic_return`); the returned `RunResult.history` holds them all.
+
+    `config.num_seeds` S > 1: seed k gets its own actor threads and envs, seeded as the
+    single run with seed+k's; the train state (and checkpoints) a leading `[S]` axis.
     """
     with Run.open(config, "sebulba", on_row) as run, contextlib.ExitStack() as cleanup:
         devices = process_devices(run.process_index)
@@ -142,50 +154,60 @@ def train(
         actor_ids, learner_ids = config.device_ids(len(devices), separate)
         num_threads = config.num_actor_threads(len(actor_ids))
         first_thread = run.process_index * num_threads
-        lanes = make_envs(
-            config,
-            env_fn or _default_env_fn(config.env, config.env_kwargs),
-            first_thread,
-            num_threads,
-        )
-        stuck = cleanup.enter_context(_closing([env for group in lanes for env in group]))
-        spec = lanes[0][0].spec
+        seeds = config.num_seeds
+        env_fn = env_fn or _default_env_fn(config.env, config.env_kwargs)
+        lanes = [
+            make_envs(config, env_fn, first_thread, num_threads, config.seed + k)
+            for k in range(seeds)
+        ]  # per seed: per thread: per lane
+        envs = [env for seed in lanes for group in seed for env in group]
+        stuck = cleanup.enter_context(_closing(envs))
+        spec = lanes[0][0][0].spec
         steps_per_update = config.steps_per_update(run.num_processes)
         total_updates = learner_updates(config.agent_config, config.num_updates(run.num_processes))
         agent = make_agent(config.agent, spec, config.agent_config, total_updates=total_updates)
         evaluate = None
         if config.eval_interval and run.is_writer:  # process 0 evaluates
-            eval_env = (env_fn or _default_env_fn(config.env, config.env_kwargs))(
-                config.eval_episodes, config.seed + 1_000_003
-            )
-            cleanup.callback(eval_env.close)
+            eval_envs = []  # seed k's as the single run with seed+k's
+            for k in range(seeds):
+                eval_envs.append(env_fn(config.eval_episodes, config.seed + k + 1_000_003))
+                cleanup.callback(eval_envs[-1].close)
             device = actor_pool[actor_ids[0]]
 
-            def evaluate(params) -> float:
-                episodes = host_episodes(
-                    agent, eval_env, params, config.eval_max_steps, device=device
-                )
+            def greedy(params, env) -> float:
+                episodes = host_episodes(agent, env, params, config.eval_max_steps, device=device)
                 return float(np.mean(episodes.returns))
 
+            def evaluate(params) -> float | list[float]:
+                if seeds == 1:
+                    return greedy(params, eval_envs[0])
+                return [greedy(jax.tree.map(lambda x, k=k: x[k], params), env)
+                        for k, env in enumerate(eval_envs)]  # fmt: skip
+
         mesh = global_learner_mesh(learner_ids)  # every process's learner devices
-        abstract = jax.eval_shape(lambda k: init_state(agent, k, mesh), jax.random.PRNGKey(0))
+        key = seed_keys(config.seed, seeds)
+        abstract = jax.eval_shape(lambda k: init_state(agent, k, mesh), key)
         restored = run.restore(spec, abstract_like(abstract, replicated(mesh)))
-        key = jax.random.PRNGKey(config.seed)
         if restored is None:
             state = run.warm_start(spec, init_state(agent, key, mesh))
         else:
             state = restored.train
         supervisor = Supervisor(config.stage_timeout_s)
         params = ParameterServer(local_replica(state.params), run.step)
-        actors = make_actors(config, agent, lanes, [actor_pool[i] for i in actor_ids],
-                             learner_mesh([devices[i] for i in learner_ids]), params, supervisor,
-                             run.step, first_thread)  # fmt: skip
-        learner = Learner(agent, mesh, actors, supervisor)
+        actor_mesh = learner_mesh([devices[i] for i in learner_ids])  # this process's
+        actors = []  # seed by seed
+        for k in range(seeds):
+            actors += make_actors(config, agent, lanes[k], [actor_pool[i] for i in actor_ids],
+                                  actor_mesh, params, supervisor, run.step, first_thread,
+                                  config.seed + k, None if seeds == 1 else k)  # fmt: skip
+        learner = Learner(agent, mesh, actors, supervisor, seeds)
         run.begin(spec, "compiling the actors' rollout and the learner's update ...")
         try:
             for actor in actors:
                 actor.start()
             metrics = MetricAccumulator(run.num_processes)
+            if seeds > 1:  # one per seed: each seed's rows
+                metrics = [MetricAccumulator(run.num_processes) for _ in range(seeds)]
             state = learn(run, learner, state, params, metrics, config.trajectories_per_update,
                           steps_per_update, evaluate, spec)  # fmt: skip
         finally:
