@@ -106,6 +106,18 @@ def test_a_resume_that_changes_what_is_learned_is_refused_naming_each_field(tmp_
         toy_train(lr)
 
 
+def test_a_resume_says_when_rows_the_run_logged_were_deleted(tmp_path, toy_train, capsys):
+    toy_train(toy(tmp_path, total_env_steps=30))
+    metrics = tmp_path / "toy" / "metrics.jsonl"
+    metrics.write_text(metrics.read_text().splitlines(keepends=True)[-1])  # 2 of 3 deleted
+    capsys.readouterr()
+    toy_train(toy(tmp_path, total_env_steps=40, resume=True))
+    assert ("toy: metrics.jsonl holds 1 rows up to env step 30, where the run had logged 3: "
+            "rows deleted from it are not made again") in capsys.readouterr().err  # fmt: skip
+    toy_train(toy(tmp_path, total_env_steps=50, resume=True))  # nothing deleted since
+    assert "deleted" not in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("line", ["{garbled", "[1, 2]", '"a string"'])
 def test_a_resume_of_a_run_whose_records_were_edited_is_refused_before_anything_is_written(
     tmp_path, toy_train, line

@@ -99,6 +99,7 @@ class Run:
         self._on_row = on_row  # the caller's, given each row as it is logged
         self._changes = changes  # fields a resume changed: {field: (old, new)}
         self._restored: dict[str, Any] | None = None
+        self._restored_rows: int | None = None  # metric rows the restored checkpoint saw
         self._initial: str | None = None  # the checkpoint a fresh run started from
         self._recorder = None  # films greedy episodes (video_interval)
         self._skipped: list[str] = []
@@ -218,6 +219,7 @@ class Run:
         self._clock.elapsed_before = float(meta.get("elapsed", 0.0))
         self._clock.restored_env_steps = self.env_steps
         self._restored = {"step": step, "env_steps": self.env_steps}
+        self._restored_rows = meta.get("metric_rows")  # None: a checkpoint from before it
         return Restored(train_state, runtime_state, meta)
 
     def _check_against_checkpoint(self, step: int, meta: dict[str, Any]) -> None:
@@ -301,6 +303,13 @@ class Run:
         self._progress = Progress(
             self.total_env_steps, self.env_steps, enabled=config.progress and self.is_writer
         )
+        logged = self._restored_rows
+        if self.is_writer and logged is not None and self._writer.rows < logged:
+            self._progress.status(
+                f"{self.runtime}: metrics.jsonl holds {self._writer.rows:,} rows up to env step "
+                f"{self.env_steps:,}, where the run had logged {logged:,}: rows deleted from it "
+                f"are not made again (the run continues from its checkpoint)", always=True
+            )
         how = (
             f"resumed at env step {self.env_steps:,}" if self._restored
             else "resumed: no checkpoint yet, from the start" if config.resume
@@ -452,7 +461,7 @@ class Run:
             "runtime": self.runtime, "agent": self.config.agent,
             "config": {"runtime": self.runtime, **self.config.to_json()},
             "env_spec": spec.to_json(), "env_steps": self.env_steps, "step": self.step,
-            "elapsed": self.elapsed,
+            "elapsed": self.elapsed, "metric_rows": self._writer.rows,
             "compile_cache": {"dir": self._cache_hits.path, "hits": self.compile_cache_hits},
         }  # fmt: skip
         return self.checkpointer.save(self.step, train, metadata, runtime, metrics)

@@ -74,6 +74,7 @@ class MetricWriter:
     ):
         self._run_dir = run_dir
         self._file = None
+        self.rows = 0
         self._tb: dict[str, Any] = {}
         self._texts: list[Any] = []  # `write_text`'s events, for each TensorBoard run
         self._tb_flushed = time.monotonic()
@@ -100,6 +101,7 @@ class MetricWriter:
                 f.writelines(json.dumps(m) + "\n" for m in kept)
             os.replace(tmp, run_dir.metrics_file)
         self._file = open(run_dir.metrics_file, "a")
+        self.rows = 0 if kept is None else len(kept)  # in metrics.jsonl, this session's too
         if tensorboard:
             self._events = _tensorboard_events()  # here, before the run's clock starts
             # Events are derived from metrics.jsonl: rebuilt, they hold each step once. The
@@ -128,6 +130,7 @@ class MetricWriter:
         row.update({k: float(np.asarray(v)) for k, v in metrics.items()})
         self._file.write(json.dumps(row) + "\n")
         self._file.flush()
+        self.rows += 1
         if self._tensorboard:
             self._write_tensorboard(row)
         if self._wandb is not None:
