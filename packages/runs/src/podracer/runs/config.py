@@ -143,7 +143,7 @@ class RunConfig:
 
     @property
     def num_members(self) -> int:
-        """Trainings on a runtime's leading member axis (Anakin's seeds and sweep points)."""
+        """Trainings on a runtime's leading member axis (seeds, and Anakin's sweep points)."""
         return 1
 
     def member_tags(self) -> list[dict[str, Any]]:
