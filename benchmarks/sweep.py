@@ -97,8 +97,10 @@ def main() -> None:
           f"run's, of {rows}: min {min(agree)}, median {int(np.median(agree))}")  # fmt: skip
     print("final return (last 10 rows), sweep against sequence, by member:")
     for m, (ours, alone) in enumerate(finals):
-        print(f"  lr {lrs[m // len(ents)]:<7g} entropy {ents[m % len(ents)]:<6g} "
-              f"{ours:7.1f} {alone:7.1f}")
+        print(
+            f"  lr {lrs[m // len(ents)]:<7g} entropy {ents[m % len(ents)]:<6g} "
+            f"{ours:7.1f} {alone:7.1f}"
+        )
 
 
 if __name__ == "__main__":

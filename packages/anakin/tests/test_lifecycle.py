@@ -290,9 +290,7 @@ class _Drifting(Catch):
         return state, timestep._replace(observation=timestep.observation.reshape(-1))
 
 
-def test_an_env_whose_step_changes_reset_s_shapes_is_one_line_before_compiling(
-    tmp_path, capsys
-):
+def test_an_env_whose_step_changes_reset_s_shapes_is_one_line_before_compiling(tmp_path, capsys):
     register("drifting", _Drifting)
     try:
         assert main(["--env", "drifting", "--runs-root", str(tmp_path), "--no-progress"]) == 2

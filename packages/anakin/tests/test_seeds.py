@@ -135,8 +135,9 @@ def test_a_member_of_a_sweep_is_the_single_run_with_its_values_and_seed(tmp_path
     assert [r["member"] for r in logged[:8]] == list(range(8))
     stored = json.loads((tmp_path / "sweep" / "config.json").read_text())
     assert num_members(stored) == 8
-    assert tags_of_member(stored, 5) == {k: v for k, v in logged[5].items()
-                                         if k in ("member", "seed") or k.startswith("sweep/")}
+    assert tags_of_member(stored, 5) == {
+        k: v for k, v in logged[5].items() if k in ("member", "seed") or k.startswith("sweep/")
+    }
     folders = sorted(p.name for p in (tmp_path / "sweep" / "tensorboard").iterdir())
     assert folders[5] == "member_5_qlambda.learning_rate=0.003_qlambda.lambda_=0.5_seed_1"
     scalars = read_tensorboard(tmp_path / "sweep" / "tensorboard" / folders[5])
@@ -230,8 +231,10 @@ def test_sweep_best_into_a_folder_that_cannot_hold_the_file_is_one_line(tmp_path
         ({"pbt_interval": 256}, "AnakinConfig.pbt_interval must be 0 without a sweep"),
         ({"pbt_interval": 256, "sweep": SWEEP, "pbt_fraction": 0.6}, "must be in (0, 0.5]"),
         ({"pbt_interval": 256, "sweep": SWEEP, "pbt_fraction": 0.2}, "at least 1 / 4"),
-        ({"pbt_interval": 5000, "sweep": SWEEP, "total_env_steps": 4096},
-         "AnakinConfig.pbt_interval must be at most the run's 4,096 env steps"),
+        (
+            {"pbt_interval": 5000, "sweep": SWEEP, "total_env_steps": 4096},
+            "AnakinConfig.pbt_interval must be at most the run's 4,096 env steps",
+        ),
     ],
 )
 def test_bad_pbt_settings_fail_in_one_line(changes, message):
@@ -314,7 +317,6 @@ def test_a_field_the_agent_reads_in_python_is_refused_before_compiling(tmp_path)
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("branchy_agent", None)
-
 
 
 # Builds a 3-seed PPO init (Flax's orthogonal initialisers are LAPACK QRs) and calls it

@@ -29,5 +29,3 @@ def test_a_folder_that_is_not_this_checkout_is_not_taken_for_one(tmp_path, monke
         assert extras.workspace_root() is None
     finally:
         extras.workspace_root.cache_clear()
-
-

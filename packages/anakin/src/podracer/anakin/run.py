@@ -115,9 +115,7 @@ _SWEEP_ERRORS = (
 
 def _program(config: AnakinConfig, env, agent, mesh, swept) -> Program:
     members, pbt = config.num_members, config.pbt_interval > 0
-    init = make_init(
-        agent, env, config.num_envs, mesh, config.rollout_length, members, swept, pbt
-    )
+    init = make_init(agent, env, config.num_envs, mesh, config.rollout_length, members, swept, pbt)
     abstract = jax.eval_shape(init, member_keys(config))
     check_memory(abstract, config.num_envs, config.rollout_length, mesh)
     evaluate = None

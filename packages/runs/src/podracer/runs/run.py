@@ -308,7 +308,8 @@ class Run:
             self._progress.status(
                 f"{self.runtime}: metrics.jsonl holds {self._writer.rows:,} rows up to env step "
                 f"{self.env_steps:,}, where the run had logged {logged:,}: rows deleted from it "
-                f"are not made again (the run continues from its checkpoint)", always=True
+                f"are not made again (the run continues from its checkpoint)",
+                always=True,
             )
         how = (
             f"resumed at env step {self.env_steps:,}" if self._restored

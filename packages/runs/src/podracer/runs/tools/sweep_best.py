@@ -48,8 +48,10 @@ def point_finals(
         )
         entry = points.setdefault(tuple(sorted(point.items())), (point, {}))
         value = row.get(metric, math.nan)
-        if isinstance(value, int | float) and math.isfinite(value) and (
-            metric != RETURN or row.get("charts/episodes", 1) > 0
+        if (
+            isinstance(value, int | float)
+            and math.isfinite(value)
+            and (metric != RETURN or row.get("charts/episodes", 1) > 0)
         ):
             entry[1].setdefault(row["member"], []).append((row["env_steps"], value))
     out = []
