@@ -161,15 +161,8 @@ def make_impala(
         )
         augmented, errors = novelty.with_bonus(params, trajectory, weight, obs_ndim)
         total, (metrics, targets, mask) = impala_loss(ac, config, spec, params, augmented)
-        transitions = trajectory.timestep.transition_mask[1:]
-        predictor_loss = masked_mean(errors[1:], transitions)
-        bonus = augmented.timestep.reward[1:] - trajectory.timestep.reward[1:]
-        metrics = {
-            **metrics,
-            "losses/novelty": predictor_loss,
-            "agent/novelty_bonus": masked_mean(bonus, transitions),
-        }
-        return total + predictor_loss, (metrics, targets, mask)
+        predictor_loss, bonus_metrics = novelty.predictor_loss(trajectory, augmented, errors)
+        return total + predictor_loss, ({**metrics, **bonus_metrics}, targets, mask)
 
     def loss(params, trajectory: Trajectory, key: chex.PRNGKey):
         total, (metrics, _, _) = loss_and_targets(params, trajectory, key)

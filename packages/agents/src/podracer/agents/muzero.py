@@ -525,15 +525,8 @@ def make_muzero(
             return muzero_loss(net, model, config, spec, params, trajectory)
         augmented, errors = rewarded(params, trajectory)
         total, metrics = muzero_loss(net, model, config, spec, params, augmented)
-        mask = trajectory.timestep.transition_mask[1:]
-        predictor_loss = masked_mean(errors[1:], mask)
-        bonus = augmented.timestep.reward[1:] - trajectory.timestep.reward[1:]
-        metrics = {
-            **metrics,
-            "losses/novelty": predictor_loss,
-            "agent/novelty_bonus": masked_mean(bonus, mask),
-        }
-        return total + predictor_loss, metrics
+        predictor_loss, bonus_metrics = novelty.predictor_loss(trajectory, augmented, errors)
+        return total + predictor_loss, {**metrics, **bonus_metrics}
 
     update = sgd_update(loss, optimizer)
     if with_novelty:

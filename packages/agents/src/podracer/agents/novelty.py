@@ -38,6 +38,7 @@ from podracer.agents.normalization import init_stats
 from podracer.agents.normalization import normalize
 from podracer.agents.normalization import update_stats
 from podracer.agents.types import ReduceFn
+from podracer.agents.types import masked_mean
 
 TARGET_KEY, PREDICTOR_KEY = "rnd_target", "rnd_predictor"
 OBS_KEY, ERROR_KEY = "rnd_obs", "rnd_error"
@@ -165,6 +166,18 @@ def with_bonus(
     errors = prediction_errors(params, reached_observations(ts), observation_ndim)
     reward = ts.reward + weight * novelty_bonus(params, errors)
     return trajectory._replace(timestep=ts._replace(reward=reward)), errors
+
+
+def predictor_loss(
+    trajectory: Any, augmented: Any, errors: chex.Array
+) -> tuple[chex.Array, dict[str, chex.Array]]:
+    """What an agent adds to its loss for the bonus (`with_bonus`'s `augmented`
+    trajectory and `errors`): the predictor's mean error over the transitions, and the
+    metrics `losses/novelty` and `agent/novelty_bonus` (the mean bonus a reward got)."""
+    mask = trajectory.timestep.transition_mask[1:]
+    loss = masked_mean(errors[1:], mask)
+    bonus = augmented.timestep.reward[1:] - trajectory.timestep.reward[1:]
+    return loss, {"losses/novelty": loss, "agent/novelty_bonus": masked_mean(bonus, mask)}
 
 
 def observing(update, observation_ndim: int, window: Any = 0):
