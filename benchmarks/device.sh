@@ -17,7 +17,8 @@ cd "$(dirname "$0")/.."
 log="benchmarks/results/device_$(date +%Y%m%d).log"
 mkdir -p benchmarks/results
 py=${PODRACER_PY:-python}
-backend=$("$py" -c "import podracer.anakin, jax; print(jax.default_backend())" 2>/dev/null)
+# the last line: some env libraries print notices on stdout at import
+backend=$("$py" -c "import podracer.anakin, jax; print(jax.default_backend())" 2>/dev/null | tail -1)
 if [ "$backend" != gpu ] && [ "$backend" != tpu ]; then
   command -v uv >/dev/null 2>&1 || pip install -q "uv>=0.8"
   uv sync --locked --inexact --all-packages --all-extras --no-extra cuda13 --no-extra tpu --quiet
