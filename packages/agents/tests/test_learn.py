@@ -109,3 +109,31 @@ def test_learn_reports_the_learning_rate_of_each_update(anneal, random_trajector
         rates.append(float(losses[LEARNING_RATE]))
     want = [1e-3, 1e-3 * 2 / 3, 1e-3 / 3, 0.0] if anneal else [1e-3] * 4
     np.testing.assert_allclose(rates, want, rtol=1e-6)
+
+
+def _squared_error(params, minibatch, reduce):
+    loss = jnp.mean((minibatch["x"] @ params - minibatch["y"]) ** 2)
+    return loss, {"loss": loss}
+
+
+@pytest.mark.parametrize("split", ["time", "envs"])
+def test_one_minibatch_is_one_step_on_the_whole_batch_with_no_gather(split):
+    """With one minibatch a pass takes the batch as it is: the same step as a plain
+    gradient step on it, and no gather in the program (a shuffle of a whole rollout is a
+    loop of row copies on an accelerator)."""
+    from podracer.agents.learn import minibatch_update
+
+    keys = jax.random.split(jax.random.PRNGKey(0), 2)
+    batch = {"x": jax.random.normal(keys[0], (8, 6, 3)), "y": jax.random.normal(keys[1], (8, 6))}
+    optimizer = optax.sgd(0.1)
+    params = jnp.ones(3)
+    update = minibatch_update(_squared_error, optimizer, 1, 1, split=split)
+    args = (params, optimizer.init(params), batch, jax.random.PRNGKey(1))
+    new_params, _, metrics = update(*args)
+    grads = jax.grad(lambda p: _squared_error(p, batch, None)[0])(params)
+    np.testing.assert_allclose(new_params, params - 0.1 * grads, rtol=1e-6)
+    np.testing.assert_allclose(metrics["loss"], _squared_error(params, batch, None)[0], rtol=1e-6)
+    assert "gather" not in str(jax.make_jaxpr(update)(*args))
+    # Several minibatches still shuffle (the gather is there).
+    shuffled = minibatch_update(_squared_error, optimizer, 1, 2, split=split)
+    assert "gather" in str(jax.make_jaxpr(shuffled)(*args))

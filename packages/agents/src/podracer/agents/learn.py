@@ -134,6 +134,8 @@ def minibatch_update(
       topology. (A fresh random partition per pass, as PureJaxRL's recurrent PPO makes,
       would give devices unequal shares.)
 
+    With one minibatch, each pass takes the batch as it is (no shuffle).
+
         update(params, opt_state, batch, key, reduce_grads) -> (params, opt_state, metrics)
     """
     if split not in ("time", "envs"):
@@ -163,7 +165,12 @@ def minibatch_update(
             return jnp.moveaxis(jnp.take(classes, order, axis=2), 2, 0)
 
         def epoch(carry, epoch_key):
-            if split == "time":
+            if num_minibatches == 1:  # the whole batch: its order cannot change a mean
+                # A shuffle would be a gather of every observation, which an accelerator
+                # makes as a loop of row copies (a third of Catch's update at 32k envs
+                # on a TPU, benchmarks/results/tpu_20261206.md).
+                minibatches = jax.tree.map(lambda x: x[None], batch)
+            elif split == "time":
                 order = jax.random.permutation(epoch_key, size)
                 minibatches = jax.tree.map(lambda x: by_time(x, order), batch)
             else:
