@@ -57,7 +57,12 @@ class RunClock:
 
     @property
     def elapsed(self) -> float:
-        return self.elapsed_before + time.perf_counter() - self.started
+        return self.elapsed_before + self.session
+
+    @property
+    def session(self) -> float:
+        """Wall seconds of this session (this process's part of the run)."""
+        return time.perf_counter() - self.started
 
     def row(self, steps: int, before: int, after: int) -> tuple[float, float]:
         """`(charts/SPS, timing/elapsed)` of a row at `steps` of the loop step that went

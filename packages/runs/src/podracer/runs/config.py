@@ -91,8 +91,9 @@ class RunConfig:
     agent_config: Annotated[Any, tyro.conf.Suppress] = None
     seed: int = 0  # seeds the agent, its acting and the environments
     total_env_steps: int = 500_000  # rounded up to whole updates (`update_size`), said in a line
-    # Wall-clock budget in seconds (compile included); 0: none. The run stops after the
-    # loop step that passes it, with its final checkpoint, as if that were the last one.
+    # Wall-clock budget in seconds of this session (compile included); 0: none. The run
+    # stops after the loop step that passes it, with its final checkpoint, as if that were
+    # the last one; `--resume` with it runs another such session.
     max_wall_seconds: float = 0.0
     run_name: str | None = None  # the run directory runs_root/run_name; None: a new unique name
     runs_root: str = "runs"

@@ -360,10 +360,16 @@ class Run:
         """Wall seconds of the whole run (earlier sessions included), compile included."""
         return self._clock.elapsed
 
+    @property
+    def budget_spent(self) -> bool:
+        """Whether this session's wall-clock budget (`max_wall_seconds`) is spent. Each
+        session of a run has its own: a resume with the budget runs that long again, so a
+        long run is several bounded sessions (a machine's time limit) joined by resumes."""
+        return 0 < self.config.max_wall_seconds <= self._clock.session
+
     def stop_vote(self) -> bool:
         """This process's wish to stop now: a signal, or the wall-clock budget spent."""
-        budget = self.config.max_wall_seconds
-        return self._signals.requested is not None or (0 < budget <= self.elapsed)
+        return self._signals.requested is not None or self.budget_spent
 
     def advance(self, env_steps: int, stop: bool | None = None) -> None:
         """A loop step of `env_steps` env steps (all processes) has finished.
@@ -380,9 +386,7 @@ class Run:
             if self.num_processes > 1:
                 stop = _any_process(stop)
         if stop and self.env_steps < self.total_env_steps:
-            self.interrupted = self._signals.requested is not None or not (
-                0 < self.config.max_wall_seconds <= self.elapsed
-            )
+            self.interrupted = self._signals.requested is not None or not self.budget_spent
         self._last = stop or self.env_steps >= self.total_env_steps
 
     @property
