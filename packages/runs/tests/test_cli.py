@@ -236,3 +236,19 @@ def test_another_agent_s_flag_is_refused_not_ignored(capsys):
 def test_a_flag_a_resume_would_not_apply_is_refused_in_one_line(flag):
     with pytest.raises(ConfigError, match=f"^{flag} does not apply to --resume: a resume "):
         parse("--run-name", "x", "--resume", flag, "classic")
+
+
+@pytest.mark.parametrize(
+    "flag, hint",
+    [
+        ("--ppo.lr", "did you mean --ppo.learning-rate?"),  # by initials (tyro: --ppo.anneal-lr)
+        ("--ppo.lerning-rate=3e-4", "did you mean --ppo.learning-rate?"),  # by spelling
+        ("--ppo.zzz", "`--agent ppo --help` lists them"),
+    ],
+)
+def test_an_unknown_agent_flag_is_one_line_naming_what_it_may_mean(capsys, flag, hint):
+    with pytest.raises(ConfigError) as error:
+        parse("--agent", "ppo", flag, "1")
+    assert str(error.value) == f"{flag.split('=')[0]} is not a flag of PPOConfig: {hint}"
+    config, _ = parse("--agent", "ppo", "--ppo.no-anneal-lr", "--ppo.learning_rate", "1e-3")
+    assert config.agent_config.learning_rate == 1e-3 and not config.agent_config.anneal_lr

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import inspect
 import json
 import math
@@ -169,11 +170,38 @@ def parse_cli(config_cls: type, argv: list[str], description: str = "") -> tuple
             help="a run's config.json to start from (its exact config; flags still win)")],
          dataclasses.field(default=None)),
     ]  # fmt: skip
+    _check_agent_flags(argv, base.agent, entry.config_cls)
     flags_cls = dataclasses.make_dataclass(runtime, fields, frozen=True)
     flags = tyro.cli(flags_cls, args=argv, description=description, registry=REGISTRY)
     config = flags.run
     agent_config = getattr(flags, flag_group(config.agent))
     return dataclasses.replace(config, agent_config=agent_config), source
+
+
+def _initials(name: str) -> str:
+    return "".join(word[0] for word in name.split("_") if word)
+
+
+def _check_agent_flags(argv: list[str], agent: str, config_cls: type) -> None:
+    """An unknown `--GROUP.NAME` is refused in one line naming the fields it may mean: by
+    their initials (`lr`: `learning_rate`) as well as by spelling (tyro's guess is by
+    spelling alone, and offers `--ppo.anneal-lr` for `--ppo.lr`)."""
+    if not dataclasses.is_dataclass(config_cls):
+        return
+    group = flag_group(agent)
+    names = sorted(f.name for f in dataclasses.fields(config_cls))
+    for arg in argv:
+        if not arg.startswith(f"--{group}."):
+            continue
+        flag = arg.split("=", 1)[0]
+        head = flag[len(group) + 3 :].split(".")[0].replace("-", "_")  # nested: its field
+        if head in names or (head.startswith("no_") and head[3:] in names) or head == "help":
+            continue
+        close = [n for n in names if _initials(n) == head]
+        close += [n for n in difflib.get_close_matches(head, names, n=3) if n not in close]
+        hint = (f"did you mean {' or '.join(f'--{group}.' + n.replace('_', '-') for n in close)}?"
+                if close else f"`--agent {agent} --help` lists them")  # fmt: skip
+        raise ConfigError(f"{flag} is not a flag of {config_cls.__name__}: {hint}")
 
 
 def run_cli(config_cls: type, train: Callable[[Any], Any], argv: list[str] | None = None) -> int:
