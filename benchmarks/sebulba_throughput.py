@@ -57,7 +57,11 @@ def _threads(n: int, body) -> float:
 
 def raw_env_sps(config) -> float:
     """envpool's own `step` with random actions, from Python (what "raw envpool" means in
-    envpool's and the peers' benchmarks): no adapter bookkeeping."""
+    envpool's and the peers' benchmarks): no adapter bookkeeping. With two lanes per
+    thread (`--async-envs`) each thread keeps every lane's step in flight, as its actor
+    does (receive a lane, send it its next actions, the next lane), through the envs'
+    `send`/`recv`: stepping the lanes one after another would halve the rate training
+    is held to."""
     from podracer.envs import make_host
 
     # Each thread's envs as the training run builds them (its lanes, its env_kwargs), each
@@ -85,6 +89,24 @@ def raw_env_sps(config) -> float:
                 steps += envs[j].num_envs
             k += 1
         return steps
+
+    def overlapped(i, stop):
+        mine = range(i * lanes, (i + 1) * lanes)
+        for j in mine:
+            envs[j].async_reset()
+        steps, k = 0, 0
+        while not stop.is_set():
+            for j in mine:
+                _, ids = envs[j].recv()
+                envs[j].send(actions[j][k % 64][ids], ids)
+                steps += len(ids)
+            k += 1
+        for j in mine:
+            envs[j].recv()
+        return steps
+
+    if lanes > 1:
+        body = overlapped
 
     sps = _threads(n, body)
     for env in envs:
