@@ -38,6 +38,7 @@ def test_both_command_lines_have_the_flag_once(capsys, runtime):
     assert capsys.readouterr().out.count("--compile-cache") == 1
 
 
+@pytest.mark.slow
 def test_a_tiny_anakin_run_loads_its_programs_on_its_second_start(tmp_path):
     cache = tmp_path / "cache"
     args = [sys.executable, "-m", "podracer.anakin.cli", "--env", "catch", "--num-envs", "8",

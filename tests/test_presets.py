@@ -34,8 +34,16 @@ ENVS = {
     "MountainCar-v0": {"anakin": "gymnax:MountainCar-v0", "sebulba": "envpool:MountainCar-v0"},
 }
 RUNTIMES = {"anakin": anakin.AnakinConfig, "sebulba": sebulba.SebulbaConfig}
+# MuZero's presets but Catch's, and Atari's frames, compile for 10-20 s a step here: slow.
+SLOW = {(a, f) for a, f in PRESETS if f == "atari" or (a == "muzero" and f != "catch")}
 CASES = [
-    pytest.param(agent, family, runtime, id=f"{agent}-{family}-{runtime}")
+    pytest.param(
+        agent,
+        family,
+        runtime,
+        id=f"{agent}-{family}-{runtime}",
+        marks=[pytest.mark.slow] * ((agent, family) in SLOW),
+    )
     for (agent, family) in sorted(PRESETS)
     for runtime, config_cls in RUNTIMES.items()
     if (agent, family) in config_cls.LAYOUTS

@@ -126,6 +126,7 @@ def test_sampled_update_fits_the_sampled_policy_target(random_trajectory, vector
     assert metrics["losses/policy"] < first_metrics["losses/policy"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", ["discrete", "box"])
 def test_reports_the_prior_entropy(spec, vector_spec, random_trajectory):
     """The prior's entropy at observed states: the categorical's, or the Gaussian's (sum

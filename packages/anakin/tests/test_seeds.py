@@ -100,6 +100,7 @@ def test_a_multi_seed_run_a_sweep_or_pbt_resumes_exactly(tmp_path, members):
             train(dataclasses.replace(config, run_name="b", resume=True, sweep=()))
 
 
+@pytest.mark.slow
 def test_a_member_of_a_sweep_is_the_single_run_with_its_values_and_seed(tmp_path):
     sweep = train(tiny(tmp_path, seed=10, num_seeds=2, sweep=SWEEP, run_name="sweep"))
     params = jax.device_get(sweep.state.train.params)

@@ -97,6 +97,7 @@ def test_sampled_actions_follow_the_key_or_the_policy_s_own_seed(tmp_path):
     assert (load(tmp_path / "a", seed=1).act(obs, greedy=False) != first).any()
 
 
+@pytest.mark.slow
 def test_each_member_of_a_multi_seed_run_loads_its_own_params(tmp_path):
     agent, members = save_run(tmp_path, "m", num_seeds=3)
     for k, params in enumerate(members):

@@ -115,6 +115,7 @@ def test_deterministic_mode_repeats_exactly(tiny, actor_loop):
         np.testing.assert_array_equal(x, y)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("actor_loop", ["xla", "python"])
 def test_sampled_muzero_acts_in_a_box_and_repeats_exactly(tiny, actor_loop):
     """Sampled MuZero on envpool Pendulum: box actions through both actor loops, its
@@ -143,6 +144,7 @@ def test_a_recurrent_agent_carries_its_core_and_repeats_exactly(tiny, actor_loop
         assert _learning_metrics(first.history) == _learning_metrics(second.history)
 
 
+@pytest.mark.slow
 def test_checkpoint_and_resume(tiny, tmp_path):
     config = tiny(
         run_name="resume",

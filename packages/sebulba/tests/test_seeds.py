@@ -33,6 +33,7 @@ def test_num_seeds_is_checked():
     assert SebulbaConfig().member_tags() == [{}]
 
 
+@pytest.mark.slow
 def test_seed_k_of_a_two_seed_run_trains_as_the_single_run_with_seed_plus_k(tmp_path):
     config = dataclasses.replace(SMALL, seed=3, num_seeds=2, runs_root=str(tmp_path),
                                  run_name="two", eval_interval=64, eval_episodes=4)  # fmt: skip
@@ -56,6 +57,7 @@ def test_seed_k_of_a_two_seed_run_trains_as_the_single_run_with_seed_plus_k(tmp_
     assert not np.array_equal(seed0, seed1)
 
 
+@pytest.mark.slow
 def test_a_two_seed_run_saves_loads_evaluates_and_resumes_per_seed(tmp_path):
     config = dataclasses.replace(SMALL, num_seeds=2, runs_root=str(tmp_path), run_name="seeds",
                                  checkpoint_interval=64, deterministic=False)  # fmt: skip
