@@ -5,7 +5,8 @@
 #   bash benchmarks/device.sh                  # every part for the backend found
 #   bash benchmarks/device.sh anakin sebulba   # some parts: anakin, throughput, muzero,
 #                                              #   sebulba, atari, pong (GPU: envpool);
-#                                              #   catch, purejaxrl, gym, ale (TPU)
+#                                              #   catch, purejaxrl, gym, ale, ale-pong,
+#                                              #   muzero-envs, profile (TPU)
 #
 # Uses the Python that already imports podracer with an accelerator (PODRACER_PY, else
 # `python`: on an offline TPU VM, the one `scripts/wheels.sh`'s install.sh set up), else
@@ -37,6 +38,7 @@ cli() {  # a console script by its module, so that no PATH or venv activation is
   echo "$py -c 'import sys; from $module import main; sys.exit(main())'"
 }
 sebulba=$(cli podracer.sebulba.cli)
+anakin=$(cli podracer.anakin.cli)
 podracer=$(cli podracer.runs.tools.cli)
 $py -c "import jax; print(jax.__version__, jax.devices())" | tee -a "$log"
 nproc | sed 's/^/cpu cores: /' | tee -a "$log"
@@ -75,6 +77,30 @@ for part in $parts; do
   catch)  # Catch Q(lambda) at the demo config from 4k to 131k envs: training and acting-only FPS.
     run 200 $py benchmarks/anakin.py --quick --skip-devices --catch-envs 4096 32768 131072 \
       --ppo-envs ;;
+  ale-pong)  # IMPALA on ale-py Pong for PONG_SECONDS (default 180) a call; a later call
+    # (the run dir still there) continues it with --resume, so a long run fits commands of
+    # under 10 minutes. Curve: `podracer plot runs/tpu-pong-impala`.
+    if [ -d runs/tpu-pong-impala ]; then
+      run $((pong_s + 120)) bash -c "$sebulba --resume --run-name tpu-pong-impala \
+        --max-wall-seconds $pong_s --no-progress"
+    else
+      run $((pong_s + 120)) bash -c "$sebulba --env ale:Pong --agent impala --actor-backend cpu \
+        --envs-per-thread 64 --actor-threads-per-device 4 --async-envs \
+        --env-kwargs '{\"num_threads\": 2}' --total-env-steps 50000000 \
+        --max-wall-seconds $pong_s --run-name tpu-pong-impala --no-progress"
+    fi ;;
+  muzero-envs)  # MuZero's Breakout-MinAtar preset, 3 seeds, at its 64 envs per seed and at
+    # 256 (the acting batch the chip may want; issue 53's 100k SPS over 3 seeds): SPS, compile.
+    for n in 64 256; do
+      run 240 bash -c "$anakin --env gymnax:Breakout-MinAtar --agent muzero --preset minatar \
+        --num-seeds 3 --num-envs $n --total-env-steps 10000000 --max-wall-seconds 120 \
+        --run-name device-muzero-$n --no-progress"
+    done ;;
+  profile)  # Where the chip's time goes: the ops by self time of Catch's chunk at 32k envs
+    # and of PPO's Breakout-MinAtar preset chunk at 64 envs (traces and HLO in a temp dir).
+    tmp=$(mktemp -d)
+    run 150 $py benchmarks/tpu_probe.py trace 32768 "$tmp"
+    run 150 $py benchmarks/tpu_probe.py trace-preset gymnax:Breakout-MinAtar ppo 64 "$tmp" ;;
   purejaxrl)  # PPO against PureJaxRL's own ppo.py, interleaved in one process.
     run 300 $py benchmarks/vs_purejaxrl.py --purejaxrl "${PUREJAXRL:?set PUREJAXRL}" \
       --cartpole-envs 4 2048 --minatar ;;
@@ -88,7 +114,7 @@ for part in $parts; do
     # threads (a_env) against training (d_train); frames = 4 x agent steps.
     run 200 $py benchmarks/sebulba_throughput.py --case ale-breakout --envs-per-thread 64 \
       --actor-threads 3 --async-envs --env-kwargs '{"num_threads": 2}' --total-env-steps 500000 ;;
-  *) echo "unknown part '$part' (allowed: anakin, throughput, muzero, sebulba, atari, pong, catch, purejaxrl, gym, ale)" >&2; exit 2 ;;
+  *) echo "unknown part '$part' (allowed: anakin, throughput, muzero, sebulba, atari, pong, catch, purejaxrl, gym, ale, ale-pong, muzero-envs, profile)" >&2; exit 2 ;;
   esac
 done
 echo "log: $log"

@@ -5,6 +5,8 @@
     python benchmarks/tpu_probe.py ale            # ale-py AtariVectorEnv env-only rates
     python benchmarks/tpu_probe.py catch 4096 32768       # Anakin Catch training / acting FPS
     python benchmarks/tpu_probe.py trace 32768 [DIR]      # a profile of that chunk, and its HLO
+    python benchmarks/tpu_probe.py trace-preset gymnax:Breakout-MinAtar ppo 64 [DIR]
+                                                          # the same for a preset's chunk
 
 `latency` is what bounds a Sebulba actor that steps its envs from Python: one jitted
 policy call on a host batch and the action back, per step (on one TPU v5e chip under
@@ -145,6 +147,70 @@ def trace(num_envs: int, out: str) -> None:
         jax.block_until_ready(metrics)
     with open(os.path.join(out, f"hlo_{num_envs}.txt"), "w") as f:
         f.write(chunk.lower(state).compile().as_text())
+    summarize(os.path.join(out, f"trace{num_envs}"))
+
+
+def trace_preset(env_id: str, agent_name: str, num_envs: int, out: str) -> None:
+    """`trace` for the chunk the command line builds from `env_id`'s preset for
+    `agent_name`, at `num_envs` envs (its rollout length and updates per chunk)."""
+    import jax
+
+    from podracer.agents import make_agent
+    from podracer.anakin import AnakinConfig
+    from podracer.anakin import make_chunk
+    from podracer.anakin import make_init
+    from podracer.anakin import make_mesh
+    from podracer.envs import make
+
+    config, _ = AnakinConfig.from_preset(env=env_id, agent=agent_name)
+    env = make(config.env)
+    agent = make_agent(config.agent, env.spec, config.agent_config)
+    mesh = make_mesh(1)
+    state = make_init(agent, env, num_envs, mesh)(jax.random.PRNGKey(0))
+    chunk = make_chunk(agent, env, config.rollout_length, config.updates_per_chunk, mesh)
+    state, metrics = chunk(state)
+    jax.block_until_ready(metrics)
+    name = f"trace_{agent_name}_{num_envs}"
+    with jax.profiler.trace(os.path.join(out, name)):
+        state, metrics = chunk(state)
+        jax.block_until_ready(metrics)
+    with open(os.path.join(out, f"hlo_{agent_name}_{num_envs}.txt"), "w") as f:
+        f.write(chunk.lower(state).compile().as_text())
+    summarize(os.path.join(out, name))
+
+
+def summarize(trace_dir: str, top: int = 25) -> None:
+    """The device's ops by self time (nested ops' time taken out of their loop's), from the
+    trace's xplane file: where a chunk's time goes, without TensorBoard."""
+    import collections
+    import glob
+
+    from jax.profiler import ProfileData
+
+    for path in glob.glob(os.path.join(trace_dir, "**", "*.xplane.pb"), recursive=True):
+        for plane in ProfileData.from_file(path).planes:
+            lines = [line for line in plane.lines if line.name == "XLA Ops"]
+            if not plane.name.startswith("/device:") or not lines:
+                continue
+            events = sorted(
+                (e.start_ns, e.start_ns + e.duration_ns, e.name) for e in lines[0].events
+            )
+            own, count, stack = collections.Counter(), collections.Counter(), []
+            for start, end, name in events:
+                while stack and stack[-1][0] <= start:
+                    stack.pop()
+                if stack:
+                    own[stack[-1][1]] -= end - start
+                key = name.split(" = ")[0]
+                own[key] += end - start
+                count[key] += 1
+                stack.append((end, key))
+            total = sum(own.values())
+            print(f"{plane.name}: {total / 1e6:.1f} ms of ops; by self time:")
+            text = {e[2].split(" = ")[0]: e[2] for e in events}
+            for key, ns in own.most_common(top):
+                share = 100 * ns / total
+                print(f"  {ns / 1e6:8.2f} ms  {share:5.1f}%  x{count[key]:<5d} {text[key][:140]}")
 
 
 if __name__ == "__main__":
@@ -159,5 +225,9 @@ if __name__ == "__main__":
         catch([int(a) for a in args])
     elif part == "trace":
         trace(int(args[0]), args[1] if len(args) > 1 else os.environ.get("OUT", "."))
+    elif part == "trace-preset":
+        out = args[3] if len(args) > 3 else os.environ.get("OUT", ".")
+        trace_preset(args[0], args[1], int(args[2]), out)
     else:
-        sys.exit(f"unknown part {part!r} (allowed: latency, gymvec, ale, catch, trace)")
+        allowed = "latency, gymvec, ale, catch, trace, trace-preset"
+        sys.exit(f"unknown part {part!r} (allowed: {allowed})")
