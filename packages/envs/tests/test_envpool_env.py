@@ -242,7 +242,7 @@ def test_errors_name_the_argument_and_allowed_values():
         make_envpool("CartPole-v1", num_envs=0)
     with pytest.raises(ValueError, match=r"batch_size must be an integer in 1..num_envs=2, got 3"):
         make_envpool("CartPole-v1", num_envs=2, batch_size=3)
-    with pytest.raises(ValueError, match=r"close matches: \['CartPole-v1'"):
+    with pytest.raises(ValueError, match=r"task 'CartPol-v1'; did you mean \['CartPole-v1'"):
         make_envpool("CartPol-v1", num_envs=2)
     with pytest.raises(ValueError, match="no options.*frame_skip"):
         make_envpool("CartPole-v1", num_envs=2, atari=AtariOptions())

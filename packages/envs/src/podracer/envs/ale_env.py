@@ -59,6 +59,7 @@ from podracer.envs.checks import check_sizes
 from podracer.envs.checks import whole_batch_actions
 from podracer.envs.envpool_env import AtariOptions
 from podracer.envs.extras import install_command
+from podracer.envs.names import unknown_name
 from podracer.envs.stats import init_episode_stats
 from podracer.envs.stats import update_episode_stats
 from podracer.envs.types import EnvSpec
@@ -99,9 +100,7 @@ def resolve_game(task: str) -> str:
     ids = {_key(rom): rom for rom in roms.get_all_rom_ids()}
     rom = ids.get(_key(task)) if isinstance(task, str) else None
     if rom is None:
-        from podracer.envs.registry import _unknown
-
-        raise _unknown(PREFIX + str(task), [PREFIX + g for g in ale_games()], "ALE game")
+        raise unknown_name(PREFIX + str(task), [PREFIX + g for g in ale_games()], "ALE game")
     return rom
 
 

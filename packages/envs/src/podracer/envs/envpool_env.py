@@ -38,6 +38,7 @@ from podracer.envs.checks import check_actions
 from podracer.envs.checks import check_env_ids
 from podracer.envs.checks import check_sizes
 from podracer.envs.extras import install_command
+from podracer.envs.names import unknown_name
 from podracer.envs.stats import EpisodeStats
 from podracer.envs.stats import init_episode_stats
 from podracer.envs.stats import update_episode_stats
@@ -414,10 +415,7 @@ def make_envpool(
         ) from e
     all_tasks = envpool.list_all_envs()
     if task not in all_tasks:
-        import difflib
-
-        close = difflib.get_close_matches(task, all_tasks, n=5)
-        raise ValueError(f"unknown envpool task {task!r}; close matches: {close}")
+        raise unknown_name(task, list(all_tasks), "envpool task")
 
     kwargs = dict(atari.as_kwargs()) if atari is not None else {}
     kwargs.update(envpool_kwargs)

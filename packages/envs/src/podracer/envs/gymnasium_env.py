@@ -81,6 +81,7 @@ from podracer.envs.checks import whole_batch_actions
 from podracer.envs.extras import install_command
 from podracer.envs.imports import import_module
 from podracer.envs.imports import import_path_of
+from podracer.envs.names import unknown_name
 from podracer.envs.stats import init_episode_stats
 from podracer.envs.stats import update_episode_stats
 from podracer.envs.types import EnvSpec
@@ -165,10 +166,8 @@ def resolve_task(task: str) -> str:
     if module is not None:  # one line for any failure (podracer.envs.imports)
         import_module(module, f"{PREFIX}{task}")
     if env_id not in gymnasium.registry:
-        from podracer.envs.registry import _unknown
-
         names = [PREFIX + k for k in gymnasium.registry]
-        raise _unknown(PREFIX + task, names, "gymnasium environment")
+        raise unknown_name(PREFIX + task, names, "gymnasium environment")
     return env_id
 
 

@@ -39,6 +39,7 @@ import numpy as np
 
 from podracer.envs.autoreset import reset_in_step
 from podracer.envs.extras import install_command
+from podracer.envs.names import unknown_name
 from podracer.envs.stats import EpisodeStats
 from podracer.envs.stats import init_episode_stats
 from podracer.envs.types import EnvSpec
@@ -119,10 +120,8 @@ def make_jumanji(env_id: str, **env_kwargs: Any) -> JumanjiEnv:
         ) from e
     name = f"jumanji:{env_id}"
     if env_id not in jumanji.registered_environments():
-        from podracer.envs.registry import _unknown
-
         names = [f"jumanji:{n}" for n in sorted(jumanji.registered_environments())]
-        raise _unknown(name, names, "jumanji environment")
+        raise unknown_name(name, names, "jumanji environment")
     try:
         env = jumanji.make(env_id, **env_kwargs)
     except TypeError as e:

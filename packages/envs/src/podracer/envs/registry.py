@@ -35,7 +35,6 @@ to import.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
 import importlib
 import importlib.metadata
@@ -50,6 +49,7 @@ from podracer.envs.extras import install_command
 from podracer.envs.imports import import_path_of
 from podracer.envs.imports import resolve
 from podracer.envs.imports import split_import_path
+from podracer.envs.names import unknown_name
 from podracer.envs.types import HostEnv
 from podracer.envs.types import JaxEnv
 
@@ -422,24 +422,6 @@ def list_envs(kind: str = "all") -> list[str]:
     return [*names, *_envpool_names(), *_ale_names(), *_gymnasium_names(), *own]
 
 
-def _close_matches(name: str, names: list[str]) -> list[str]:
-    close = difflib.get_close_matches(name, names, n=5, cutoff=0.6)
-    if not close:  # match on the task alone, e.g. "gymnax:Cartpole-v1" or "CartPole-v1"
-        tasks: dict[str, str] = {}
-        for n in names:
-            tasks.setdefault(n.split(":", 1)[-1], n)
-        task = name.split(":", 1)[-1]
-        close = [tasks[t] for t in difflib.get_close_matches(task, tasks, n=5)]
-    return close
-
-
-def _unknown(name: str, names: list[str], what: str = "environment") -> ValueError:
-    close = _close_matches(name, names)
-    hint = f"did you mean {close}? " if close else ""
-    shown = names if len(names) <= 60 else [*names[:60], f"... ({len(names) - 60} more)"]
-    return ValueError(f"unknown {what} {name!r}; {hint}available: {shown}")
-
-
 def _host_only(name: str) -> ValueError:
     source, _, task = name.partition(":")
     twin = _jax_twin(task.rpartition(":")[2])  # gymnasium's "module:id" -> id
@@ -475,7 +457,7 @@ def make(name: str, **kwargs: Any) -> JaxEnv:
         from podracer.envs.gymnax_env import make_gymnax
 
         if name not in _gymnax_names():
-            raise _unknown(name, list_envs("jax"))
+            raise unknown_name(name, list_envs("jax"))
         return make_gymnax(name[len(_GYMNAX) :], **kwargs)
     if name.startswith(_BRAX):
         _require(_BRAX, name)
@@ -487,16 +469,16 @@ def make(name: str, **kwargs: Any) -> JaxEnv:
         from podracer.envs.craftax_env import make_craftax
 
         if name not in _craftax_names():
-            raise _unknown(name, _craftax_names(), "craftax environment")
+            raise unknown_name(name, _craftax_names(), "craftax environment")
         return make_craftax(name[len(_CRAFTAX) :], **kwargs)
     if name.startswith(_JUMANJI):
         _require(_JUMANJI, name)
         from podracer.envs.jumanji_env import make_jumanji
 
         if name not in _jumanji_names():
-            raise _unknown(name, _jumanji_names(), "jumanji environment")
+            raise unknown_name(name, _jumanji_names(), "jumanji environment")
         return make_jumanji(name[len(_JUMANJI) :], **kwargs)
-    raise _unknown(name, list_envs("jax"))
+    raise unknown_name(name, list_envs("jax"))
 
 
 def make_host(
@@ -521,7 +503,7 @@ def make_host(
         from podracer.envs.envpool_env import make_envpool
 
         if name[len(_ENVPOOL) :] not in _envpool_tasks():
-            raise _unknown(name, list(_envpool_names()))
+            raise unknown_name(name, list(_envpool_names()))
         return make_envpool(name[len(_ENVPOOL) :], num_envs, batch_size, seed, **kwargs)
     if name.startswith(_ALE):
         _require(_ALE, name)
@@ -537,4 +519,4 @@ def make_host(
         from podracer.envs.host import as_host_env
 
         return as_host_env(make(name, **kwargs), num_envs, seed=seed, batch_size=batch_size)
-    raise _unknown(name, list_envs("host"))
+    raise unknown_name(name, list_envs("host"))
