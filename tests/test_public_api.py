@@ -101,3 +101,40 @@ def test_pyright_resolves_every_public_name(tmp_path):
     assert lines_with_errors == {len(lines) - 1, len(lines)}, [e["message"] for e in errors]
     assert '"AnakinConfig" is not assignable to "str"' in errors[0]["message"], errors[0]
     assert '"not_a_name" is unknown import symbol' in errors[1]["message"]
+
+
+def _module_imports() -> dict[str, set[str]]:
+    """Each podracer module -> the podracer modules it imports (at any depth of its code,
+    deferred imports too), a package's face (`__init__`) left out: faces load lazily."""
+    files = {}
+    for package in PACKAGES:
+        root = pathlib.Path(importlib.import_module(package).__file__).parent
+        for path in root.rglob("*.py"):
+            if path.name != "__init__.py":
+                rel = path.relative_to(root).with_suffix("").parts
+                files[".".join((package, *rel))] = path
+    graph = {}
+    for name, path in files.items():
+        graph[name] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module in files:
+                graph[name].add(node.module)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                graph[name] |= {f"{node.module}.{a.name}" for a in node.names} & files.keys()
+    return graph
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    graph = _module_imports()
+    cycles = []
+    for start in graph:  # a depth-first walk from each module back to itself
+        stack, seen = [(start, [start])], set()
+        while stack:
+            node, path = stack.pop()
+            for target in graph[node]:
+                if target == start:
+                    cycles.append(" -> ".join([*path, start]))
+                elif target not in seen:
+                    seen.add(target)
+                    stack.append((target, [*path, target]))
+    assert not cycles, cycles

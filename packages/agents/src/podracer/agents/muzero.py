@@ -81,7 +81,9 @@ from podracer.agents.types import masked_mean
 from podracer.envs import EnvSpec
 from podracer.search import MuZeroModel
 from podracer.search import SearchConfig
+from podracer.search import logits_to_scalar
 from podracer.search import sampled_search
+from podracer.search import scalar_to_probs
 from podracer.search import search
 
 
@@ -236,7 +238,7 @@ def value_targets(
     bounds = returns.boundaries(ts, config.gamma)
     latents = net.apply(params, ts.observation, method=MuZeroNetwork.represent)  # [T+1, B, L]
     _, value_logits = net.apply(params, latents, method=MuZeroNetwork.predict)
-    values = config.value_support.logits_to_scalar(value_logits)
+    values = logits_to_scalar(config.value_support, value_logits)
     boot = trajectory.extras["root_value"] if config.value_bootstrap == "search" else values
     final_v = returns.final_values(
         lambda o, _: model.prediction(params, model.representation(params, o)).value,
@@ -263,7 +265,7 @@ def unroll_cross_entropies(
 
     def predicted_cross_entropies(latent, k_value, k_policy, k_samples):
         policy_logits, value_logits = net.apply(params, latent, method=MuZeroNetwork.predict)
-        value_ce = _cross_entropy(config.value_support.scalar_to_probs(k_value), value_logits)
+        value_ce = _cross_entropy(scalar_to_probs(config.value_support, k_value), value_logits)
         if targets.samples is None:
             policy_ce = _cross_entropy(k_policy, policy_logits)
         else:
@@ -285,7 +287,7 @@ def unroll_cross_entropies(
     def step(latent, xs):
         action, reward, value, policy, k_samples = xs
         reward_logits, latent = net.apply(params, latent, action, method=MuZeroNetwork.dynamics)
-        reward_probs = config.reward_support.scalar_to_probs(reward)
+        reward_probs = scalar_to_probs(config.reward_support, reward)
         reward_ce = _cross_entropy(reward_probs, reward_logits)
         unrolled = latent
         latent = scale_gradient(latent, 0.5)

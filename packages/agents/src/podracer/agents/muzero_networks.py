@@ -36,6 +36,7 @@ from podracer.search import DynamicsOutput
 from podracer.search import MuZeroModel
 from podracer.search import PredictionOutput
 from podracer.search import SampledMuZeroModel
+from podracer.search import logits_to_scalar
 
 
 def normalize_latent(x: jax.Array, kind: LatentNorm = "min_max") -> jax.Array:
@@ -155,12 +156,12 @@ def make_model(
         reward_logits, next_latent = net.apply(
             params, latent, action, method=MuZeroNetwork.dynamics
         )
-        reward = reward_support.logits_to_scalar(reward_logits)
+        reward = logits_to_scalar(reward_support, reward_logits)
         return DynamicsOutput(reward, jnp.full_like(reward, gamma), next_latent)
 
     def prediction(params, latent):
         logits, value_logits = net.apply(params, latent, method=MuZeroNetwork.predict)
-        return PredictionOutput(logits, value_support.logits_to_scalar(value_logits))
+        return PredictionOutput(logits, logits_to_scalar(value_support, value_logits))
 
     return MuZeroModel(representation, dynamics, prediction)
 

@@ -20,7 +20,11 @@ from .policies import search as search
 from .sampled import SampledMuZeroModel as SampledMuZeroModel
 from .sampled import SampledSearchOutput as SampledSearchOutput
 from .sampled import sampled_search as sampled_search
+from .transforms import logits_to_scalar as logits_to_scalar
+from .transforms import probs_to_scalar as probs_to_scalar
+from .transforms import scalar_to_probs as scalar_to_probs
 from .transforms import signed_hyperbolic as signed_hyperbolic
 from .transforms import signed_parabolic as signed_parabolic
+from .transforms import support_atoms as support_atoms
 
 __version__: str

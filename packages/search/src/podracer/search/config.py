@@ -157,31 +157,3 @@ class DiscreteSupport:
             raise ValueError(f"DiscreteSupport.eps must be > 0, got {self.eps!r}")
         object.__setattr__(self, "min_value", float(self.min_value))
         object.__setattr__(self, "max_value", float(self.max_value))
-
-    # Encoding and decoding live in `transforms` (JAX), imported on first use so this
-    # module, and every config holding a support, imports without JAX.
-
-    @property
-    def atoms(self):
-        """The atoms `[num_bins]` (float32) in the support's (possibly squashed) space."""
-        from podracer.search import transforms
-
-        return transforms.support_atoms(self)
-
-    def scalar_to_probs(self, x):
-        """Two-hot encodes scalars `[...]` into probabilities `[..., num_bins]` (clipped)."""
-        from podracer.search import transforms
-
-        return transforms.scalar_to_probs(self, x)
-
-    def probs_to_scalar(self, probs):
-        """Decodes probabilities `[..., num_bins]` into scalars `[...]` (the expectation)."""
-        from podracer.search import transforms
-
-        return transforms.probs_to_scalar(self, probs)
-
-    def logits_to_scalar(self, logits):
-        """Decodes logits `[..., num_bins]` into scalars `[...]` (expectation of the softmax)."""
-        from podracer.search import transforms
-
-        return transforms.logits_to_scalar(self, logits)

@@ -7,7 +7,7 @@ A model is three functions over one params pytree (Schrittwieser et al., 2020):
 * `prediction(params, latent[B, ...]) -> (logits[B, A], value[B])`
 
 Values and rewards are scalars: a model with categorical heads decodes them (e.g. with
-`DiscreteSupport.logits_to_scalar`) before handing them to search. The discount is the
+`logits_to_scalar(support, logits)`) before handing them to search. The discount is the
 model's: `gamma` for single-agent tasks, `0` after a predicted terminal state, and `-gamma`
 in two-player zero-sum games where players alternate (values are then from the point of
 view of the player to move, as in mctx). Latents may be any pytree of `[B, ...]` arrays.
