@@ -11,9 +11,9 @@ from podracer.agents import ActorCritic
 from podracer.agents import PPOConfig
 from podracer.agents import Trajectory
 from podracer.agents import make_ppo
-from podracer.agents.ppo import clipped_surrogate
 from podracer.agents.ppo import standardized
 from podracer.agents.ppo import value_error
+from podracer.agents.surrogate import clipped_surrogate
 
 CONFIG = PPOConfig(
     gamma=0.9,

@@ -39,8 +39,8 @@ from podracer.agents.normalization import normalize
 from podracer.agents.normalization import update_stats
 from podracer.agents.normalization import updating_statistics
 from podracer.agents.policy import log_prob
-from podracer.agents.ppo import clipped_surrogate
-from podracer.agents.ppo import ratio_metrics
+from podracer.agents.surrogate import clipped_surrogate
+from podracer.agents.surrogate import ratio_metrics
 from podracer.agents.types import Agent
 from podracer.agents.types import Trajectory
 from podracer.agents.types import masked_mean

@@ -31,6 +31,8 @@ from podracer.agents.normalization import VALUE_KEY
 from podracer.agents.normalization import normalize
 from podracer.agents.normalization import update_stats
 from podracer.agents.normalization import updating_statistics
+from podracer.agents.surrogate import clipped_surrogate
+from podracer.agents.surrogate import ratio_metrics
 from podracer.agents.types import Agent
 from podracer.agents.types import Trajectory
 from podracer.agents.types import masked_mean
@@ -60,23 +62,6 @@ def standardized(x: chex.Array, mask: chex.Array, reduce=lambda x: x) -> chex.Ar
     mean = reduce(masked_mean(x, mask))
     var = reduce(masked_mean(jnp.square(x - mean), mask))
     return (x - mean) / (jnp.sqrt(var) + 1e-8)
-
-
-def clipped_surrogate(ratio: chex.Array, advantage: chex.Array, clip_eps: float) -> chex.Array:
-    """PPO's per-sample policy loss: minus the pessimistic of the ratio's surrogate and
-    its clip to [1 - clip_eps, 1 + clip_eps]."""
-    clipped = jnp.clip(ratio, 1.0 - clip_eps, 1.0 + clip_eps)
-    return -jnp.minimum(ratio * advantage, clipped * advantage)
-
-
-def ratio_metrics(ratio: chex.Array, mask: chex.Array, clip_eps: float) -> dict[str, chex.Array]:
-    """How far the policy has moved from the one that acted: the KL estimate
-    `(r - 1) - log r` and the fraction of samples the clip holds."""
-    clipped = (jnp.abs(ratio - 1.0) > clip_eps).astype(jnp.float32)
-    return {
-        "agent/approx_kl": masked_mean((ratio - 1.0) - jnp.log(ratio), mask),
-        "agent/clip_fraction": masked_mean(clipped, mask),
-    }
 
 
 def value_error(
