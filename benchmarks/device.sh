@@ -38,7 +38,6 @@ cli() {  # a console script by its module, so that no PATH or venv activation is
   echo "$py -c 'import sys; from $module import main; sys.exit(main())'"
 }
 sebulba=$(cli podracer.sebulba.cli)
-anakin=$(cli podracer.anakin.cli)
 podracer=$(cli podracer.runs.tools.cli)
 $py -c "import jax; print(jax.__version__, jax.devices())" | tee -a "$log"
 nproc | sed 's/^/cpu cores: /' | tee -a "$log"
@@ -90,12 +89,15 @@ for part in $parts; do
         --max-wall-seconds $pong_s --run-name tpu-pong-impala --no-progress"
     fi ;;
   muzero-envs)  # MuZero's Breakout-MinAtar preset, 3 seeds, at its 64 envs per seed and at
-    # 256 (the acting batch the chip may want; issue 53's 100k SPS over 3 seeds): SPS, compile.
+    # 256 (the acting batch the chip may want; issue 53's 100k SPS over 3 seeds), then a
+    # resume of the first: SPS, compile, and JAX's compile counters (compile_stages.py).
     for n in 64 256; do
-      run 240 bash -c "$anakin --env gymnax:Breakout-MinAtar --agent muzero --preset minatar \
-        --num-seeds 3 --num-envs $n --total-env-steps 10000000 --max-wall-seconds 120 \
-        --run-name device-muzero-$n --no-progress"
-    done ;;
+      run 240 $py benchmarks/compile_stages.py anakin --env gymnax:Breakout-MinAtar \
+        --agent muzero --preset minatar --num-seeds 3 --num-envs $n \
+        --total-env-steps 10000000 --max-wall-seconds 120 --run-name device-muzero-$n --no-progress
+    done
+    run 120 $py benchmarks/compile_stages.py anakin --resume --run-name device-muzero-64 \
+      --max-wall-seconds 20 --no-progress ;;
   profile)  # Where the chip's time goes: the ops by self time of Catch's chunk at 32k envs
     # and of PPO's Breakout-MinAtar preset chunk at 64 envs (traces and HLO in a temp dir).
     tmp=$(mktemp -d)
