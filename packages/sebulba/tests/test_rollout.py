@@ -73,12 +73,27 @@ def test_xla_and_python_loops_produce_the_same_trajectories():
         np.testing.assert_allclose(ta.extras["logits"], tb.extras["logits"], rtol=1e-5, atol=1e-6)
 
 
-def test_two_lanes_concatenate_along_the_batch():
+def test_two_lanes_write_their_own_columns_in_step_order():
+    """Two lanes fill one buffer, each its own columns: the recorded actions replayed on
+    fresh envs with each lane's seed give the recorded observations, row after row and
+    across rollouts (each starts at the row the last one ended on)."""
     outs = _rollouts(PythonLoop, "envpool:CartPole-v1", lanes=2, n=2, num_envs=2)
-    assert outs[0].trajectory.action.shape == (T + 1, 4)
-    np.testing.assert_array_equal(
-        jax.tree.leaves(outs[0].trajectory)[0][-1], jax.tree.leaves(outs[1].trajectory)[0][0]
-    )
+    first, second = (out.trajectory for out in outs)
+    assert first.action.shape == (T + 1, 4) and first.extras["logits"].shape == (T + 1, 4, 2)
+    np.testing.assert_array_equal(second.timestep.observation[0], first.timestep.observation[-1])
+    observations = np.concatenate([first.timestep.observation, second.timestep.observation[1:]])
+    actions = np.concatenate([first.action, second.action[1:]])
+    for lane in range(2):
+        env, columns = (
+            make_host("envpool:CartPole-v1", num_envs=2, seed=10 * lane),
+            [2 * lane, 2 * lane + 1],
+        )
+        ts = env.reset()
+        for t in range(len(observations)):
+            np.testing.assert_allclose(ts.observation, observations[t, columns], rtol=1e-6)
+            if t + 1 < len(observations):
+                ts = env.step(actions[t, columns])
+        env.close()
 
 
 def test_python_loop_runs_a_jax_env_and_keeps_final_observation():

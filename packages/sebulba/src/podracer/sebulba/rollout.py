@@ -146,9 +146,20 @@ class PythonLoop:
             ts = jax.tree.map(lambda x: x[order], ts)
         return ts
 
-    def _buffers(self, ts: TimeStep) -> TimeStep:
-        """Fresh host buffers `[T+1, b, ...]` (the last rollout's may still be in flight)."""
-        return jax.tree.map(lambda x: np.empty((self._length + 1, *x.shape), x.dtype), ts)
+    def _lane_buffers(self, whole: list, lane: int, ts: TimeStep, action: np.ndarray):
+        """This lane's `(timesteps, actions)` host buffers `[T+1, b, ...]`: views of the
+        rollout's buffers for all lanes `[T+1, sum of b, ...]`, made fresh (from `ts` and
+        `action`, the first row seen) when the rollout's first lane asks (the last
+        rollout's may still be in flight). Lanes write their own columns, so the
+        trajectory needs no concatenation (a copy of every frame, 17% of an Atari
+        actor's time on a TPU host with two lanes)."""
+        if not whole:
+            total = sum(len(ids) for ids in self._ids)
+            alloc = lambda x: np.empty((self._length + 1, total, *x.shape[1:]), x.dtype)  # noqa: E731
+            whole += [jax.tree.map(alloc, ts), alloc(action)]
+        lo = sum(len(ids) for ids in self._ids[:lane])
+        hi = lo + len(self._ids[lane])
+        return jax.tree.map(lambda x: x[:, lo:hi], (whole[0], whole[1]))
 
     def rollout(self, params: Any, step: int = 0) -> RolloutOutput:
         """One trajectory acting with `params`, whose update count is `step`."""
@@ -159,13 +170,13 @@ class PythonLoop:
         actions: list[np.ndarray | None] = [None] * n
         extras: list[list[Any]] = [[] for _ in range(n)]
         cores = list(self._last_core)  # the state each lane's row 0 was acted from
+        whole: list = []  # the rollout's host buffers, all lanes: [timesteps, actions]
         start = 0
         if self._last is not None:  # row 0 is the last row of the previous rollout
             start = 1
             for lane, (ts, action, ex) in enumerate(self._last):
-                timesteps[lane] = self._buffers(ts)
+                timesteps[lane], actions[lane] = self._lane_buffers(whole, lane, ts, action)
                 _write_row(timesteps[lane], 0, ts)
-                actions[lane] = np.empty((self._length + 1, *action.shape), action.dtype)
                 actions[lane][0] = action
                 extras[lane].append(ex)
         key = self._key
@@ -188,8 +199,7 @@ class PythonLoop:
                 self.lanes[lane].send(action, self._ids[lane])
                 timer.lap("env")
                 if timesteps[lane] is None:
-                    timesteps[lane] = self._buffers(ts)
-                    actions[lane] = np.empty((self._length + 1, *action.shape), action.dtype)
+                    timesteps[lane], actions[lane] = self._lane_buffers(whole, lane, ts, action)
                 _write_row(timesteps[lane], t, ts)
                 actions[lane][t] = action
                 extras[lane].append(ex)
@@ -204,16 +214,14 @@ class PythonLoop:
             (jax.tree.map(lambda x: x[-1], timesteps[i]), actions[i][-1], extras[i][-1])
             for i in range(n)
         ]
-        lanes = [
-            Trajectory(
-                timesteps[i],
-                actions[i],
-                self._stack(extras[i]),
-                jax.tree.map(lambda c: c[None], cores[i]),
-            )  # fmt: skip
-            for i in range(n)
-        ]
-        trajectory = lanes[0] if n == 1 else jax.tree.map(lambda *xs: np.concatenate(xs, 1), *lanes)
+        # Host parts: the lanes' columns of one buffer. Device parts (what the policy
+        # returned, the start cores) joined on the actor device, as one lane's stay.
+        stacked = [self._stack(extras[i]) for i in range(n)]
+        starts = [jax.tree.map(lambda c: c[None], cores[i]) for i in range(n)]
+        join = lambda *xs: xs[0] if n == 1 else jnp.concatenate(xs, 1)  # noqa: E731
+        trajectory = Trajectory(
+            whole[0], whole[1], jax.tree.map(join, *stacked), jax.tree.map(join, *starts)
+        )
         timer.lap("assembly")
         return RolloutOutput(trajectory, *_join_stats(returns, lengths))
 
