@@ -53,3 +53,22 @@ def test_sharded_update_matches_agent_update_on_the_concatenated_batch():
         np.testing.assert_allclose(metrics[name], value, rtol=1e-5, atol=1e-6)
     assert jax.tree.leaves(params)[0].shape  # a real update happened
     assert not np.allclose(jax.tree.leaves(new_state.params)[0], jax.tree.leaves(state.params)[0])
+
+
+def test_the_stage_line_averages_every_seed_s_actors_and_leaves_out_the_first_update():
+    from podracer.sebulba.actor import Rollout
+    from podracer.sebulba.stats import MetricAccumulator
+    from podracer.sebulba.stats import stages
+
+    def rollout(env_s, queue_s):
+        return Rollout(None, 0, 0, 0, 8, np.zeros(0), np.zeros(0),
+                       {"env": env_s, "queue_put": queue_s})  # fmt: skip
+
+    seeds = [MetricAccumulator(), MetricAccumulator()]
+    assert stages(seeds) == ""
+    for acc, env_s in zip(seeds, (0.010, 0.030), strict=True):
+        acc.add_update(0, [rollout(9.0, 9.0)], {}, 9.0, 9.0, 9.0)  # compiles: left out
+        acc.add_update(1, [rollout(env_s, 0.010)] * 2, {}, 0.001, 0.002, 0.003)
+    line = stages(seeds)
+    assert line.startswith("stages, ms per rollout: env 20.0, queue_put 10.0 | ")
+    assert "ms per update: wait 1.0, update 2.0, publish 3.0; actors busy 67%" in line

@@ -57,6 +57,7 @@ from podracer.sebulba.actor import Rollout
 from podracer.sebulba.lifetime import Supervisor
 from podracer.sebulba.params import ParameterServer
 from podracer.sebulba.stats import MetricAccumulator
+from podracer.sebulba.stats import stages
 
 AXIS = "learner"
 
@@ -289,9 +290,9 @@ def learn(
             run.log(rows if many else rows[0])
         run.maybe_record(learner.agent, state.params)
         run.maybe_save(spec, state)
-    stages = accumulators[0].stages()
-    if run.is_writer and stages:
+    line = stages(accumulators)
+    if run.is_writer and line:
         # Beside the progress line (stderr): stdout keeps the run's one summary line.
-        seeds = " (seed 0's actors)" if many else ""
-        print(f"{run.runtime}: {stages}{seeds}", file=sys.stderr, flush=True)
+        seeds = f" (the actors of all {len(accumulators)} seeds)" if many else ""
+        print(f"{run.runtime}: {line}{seeds}", file=sys.stderr, flush=True)
     return state

@@ -85,23 +85,6 @@ class MetricAccumulator:
             for k, v in (("wait", wait_s), ("update", update_s), ("publish", publish_s)):
                 self._run_learner[k] = self._run_learner.get(k, 0.0) + v
 
-    def stages(self) -> str:
-        """Where the pipeline's time went over the run (compiles left out), one line:
-        each actor phase in ms per rollout (the threads' mean; phases add up to a
-        rollout's wall time) and each learner phase in ms per update. "" before the
-        second update."""
-        if not self._run_updates:
-            return ""
-        ms = lambda total, n: f"{1e3 * total / n:,.1f}"  # noqa: E731
-        actor = ", ".join(
-            f"{k} {ms(v, self._run_rollouts)}" for k, v in sorted(self._run_actor.items())
-        )
-        learner = ", ".join(f"{k} {ms(v, self._run_updates)}" for k, v in self._run_learner.items())
-        total = sum(self._run_actor.values())
-        idle = sum(self._run_actor.get(k, 0.0) for k in _ACTOR_IDLE)
-        busy = f"; actors busy {1 - idle / total:.0%}" if total > 0 else ""
-        return f"stages, ms per rollout: {actor} | ms per update: {learner}{busy}"
-
     def row(self) -> dict[str, float]:
         """The metrics since the previous row; starts the next one."""
         seconds = max(time.perf_counter() - self._time, 1e-9)
@@ -150,3 +133,25 @@ def _sum_over_processes(values: np.ndarray, max_columns: Sequence[int] = ()) -> 
     for i in max_columns:
         out[i] = gathered[:, i].max()
     return out
+
+
+def stages(accumulators: Sequence[MetricAccumulator]) -> str:
+    """Where the pipeline's time went over the run (compiles left out), one line: each
+    actor phase in ms per rollout (the mean over every actor thread, all seeds' with
+    `--num-seeds`; phases add up to a rollout's wall time) and each learner phase in ms
+    per update (one update serves every seed). "" before the second update."""
+    first = accumulators[0]
+    if not first._run_updates:
+        return ""
+    actor_s: dict[str, float] = {}
+    for acc in accumulators:
+        for k, v in acc._run_actor.items():
+            actor_s[k] = actor_s.get(k, 0.0) + v
+    rollouts = sum(acc._run_rollouts for acc in accumulators)
+    ms = lambda total, n: f"{1e3 * total / n:,.1f}"  # noqa: E731
+    actor = ", ".join(f"{k} {ms(v, rollouts)}" for k, v in sorted(actor_s.items()))
+    learner = ", ".join(f"{k} {ms(v, first._run_updates)}" for k, v in first._run_learner.items())
+    total = sum(actor_s.values())
+    idle = sum(actor_s.get(k, 0.0) for k in _ACTOR_IDLE)
+    busy = f"; actors busy {1 - idle / total:.0%}" if total > 0 else ""
+    return f"stages, ms per rollout: {actor} | ms per update: {learner}{busy}"
