@@ -205,6 +205,21 @@ def ref_log_softmax(logits):
     return z - np.log(np.exp(z).sum(-1, keepdims=True))
 
 
+def ref_novelty(params, trajectory, observations, weight):
+    """The novelty bonus by hand: `(trajectory, predictor_loss)`, the trajectory's rewards
+    plus `weight` x each prediction error over the errors' running scale, and the
+    predictor's loss (its masked mean error over the transitions)."""
+    from podracer.agents import novelty
+
+    ts = trajectory.timestep
+    errors = novelty.prediction_errors(params, observations, 1)
+    bonus = errors / np.sqrt(params[novelty.ERROR_KEY]["var"] + 1e-8)
+    mask = np.asarray(ts.transition_mask[1:])
+    predictor_loss = np.sum(np.asarray(errors[1:]) * mask) / mask.sum()
+    with_bonus = ts._replace(reward=ts.reward + weight * bonus)
+    return trajectory._replace(timestep=with_bonus), predictor_loss
+
+
 def cheap_init(init, key, scale=0.05, seed=0):
     """Random-normal params shaped like `init(key)`'s, without running `init`.
 
@@ -234,4 +249,5 @@ def ref():
         vtrace=ref_vtrace,
         masked_mean=ref_masked_mean,
         log_softmax=ref_log_softmax,
+        novelty=ref_novelty,
     )

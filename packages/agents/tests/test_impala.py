@@ -206,7 +206,7 @@ def optax_norm(tree):
 
 
 def test_novelty_bonus_joins_the_rewards_and_trains_the_predictor_only(
-    params, vector_spec, random_trajectory
+    params, vector_spec, random_trajectory, ref
 ):
     """With `novelty_weight`, the loss is IMPALA's on the trajectory whose rewards carry
     the weight times each reached observation's bonus, plus the predictor's error; an
@@ -220,11 +220,7 @@ def test_novelty_bonus_joins_the_rewards_and_trains_the_predictor_only(
     chex.assert_trees_all_equal(with_rnd["params"], params["params"])
     traj = random_trajectory(vector_spec, T, B, extras={"logits": behaviour_logits(vector_spec)})
     ts = traj.timestep
-    errors = novelty.prediction_errors(with_rnd, novelty.reached_observations(ts), 1)
-    bonus = errors / np.sqrt(with_rnd[novelty.ERROR_KEY]["var"] + 1e-8)
-    by_hand = traj._replace(timestep=ts._replace(reward=ts.reward + 0.7 * bonus))
-    mask = np.asarray(ts.transition_mask[1:])
-    predictor_loss = np.sum(np.asarray(errors[1:]) * mask) / mask.sum()
+    by_hand, predictor_loss = ref.novelty(with_rnd, traj, novelty.reached_observations(ts), 0.7)
     total, metrics = jax.jit(agent.loss)(with_rnd, traj, jax.random.key(0))
     expected, _ = jax.jit(plain.loss)(with_rnd, by_hand, jax.random.key(0))
     np.testing.assert_allclose(total, expected + predictor_loss, rtol=1e-5)

@@ -337,7 +337,9 @@ def test_consistency_heads_only_when_trained(vector_spec):
     assert not has_heads(0.0) and has_heads(2.0)
 
 
-def test_novelty_bonus_joins_the_rewards_and_trains_the_predictor_only(vector_spec, make_timestep):
+def test_novelty_bonus_joins_the_rewards_and_trains_the_predictor_only(
+    vector_spec, make_timestep, ref
+):
     """With `novelty_weight`, the loss is MuZero's on the trajectory whose rewards carry
     the weight times each step's bonus, plus the predictor's error. An update merges the
     batch into the statistics first, then moves the predictor and the model, never the
@@ -349,11 +351,7 @@ def test_novelty_bonus_joins_the_rewards_and_trains_the_predictor_only(vector_sp
     traj = envpool_trajectory(make_timestep)  # column 0: a termination and a truncation
     ts = traj.timestep
     assert ts.final_observation is None  # envpool's layout: each step's own observation
-    errors = novelty.prediction_errors(params, ts.observation, 1)
-    bonus = errors / np.sqrt(params[novelty.ERROR_KEY]["var"] + 1e-8)
-    by_hand = traj._replace(timestep=ts._replace(reward=ts.reward + 0.7 * bonus))
-    mask = np.asarray(ts.transition_mask[1:])
-    predictor_loss = np.sum(np.asarray(errors[1:]) * mask) / mask.sum()
+    by_hand, predictor_loss = ref.novelty(params, traj, ts.observation, 0.7)
     total, metrics = jax.jit(agent.loss)(params, traj, jax.random.key(0))
     expected, _ = jax.jit(plain.loss)(params, by_hand, jax.random.key(0))
     np.testing.assert_allclose(total, expected + predictor_loss, rtol=1e-5)
@@ -379,7 +377,7 @@ def test_novelty_bonus_joins_the_rewards_and_trains_the_predictor_only(vector_sp
     stepped, _, _ = jax.jit(windowed.update)(long_seen, opt_state, traj, jax.random.key(0))
     observed = novelty.observe(long_seen, ts.observation[1:], 1, ts.transition_mask[1:], window=5.0)
     chex.assert_trees_all_close(stepped[novelty.ERROR_KEY], observed[novelty.ERROR_KEY], rtol=1e-6)
-    assert float(stepped[novelty.ERROR_KEY]["count"]) == 5.0 + float(mask.sum())
+    assert float(stepped[novelty.ERROR_KEY]["count"]) == 5.0 + float(ts.transition_mask[1:].sum())
     # Faded over half of a 4-update run, 2 updates in: the bonus is gone from the loss.
     faded = make_muzero(vector_spec, dataclasses.replace(config, novelty_fade=0.5), total_updates=4)
     twice = {**params, novelty.UPDATES_KEY: {"count": jnp.float32(2.0)}}
