@@ -17,6 +17,7 @@ import collections
 import sys
 import time
 
+TRACE = "/jax/core/compile/jaxpr_trace_duration"
 EVENTS = {  # jax.monitoring duration events -> what they measure
     "/jax/core/compile/jaxpr_trace_duration": "trace (Python -> jaxpr)",
     "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower (jaxpr -> StableHLO)",
@@ -33,10 +34,13 @@ def main() -> int:
 
     seconds: collections.Counter = collections.Counter()
     counts: collections.Counter = collections.Counter()
+    traced: collections.Counter = collections.Counter()  # trace seconds by function name
 
-    def listen(event: str, duration: float, **_) -> None:
+    def listen(event: str, duration: float, **kwargs) -> None:
         seconds[event] += duration
         counts[event] += 1
+        if event == TRACE:
+            traced[kwargs.get("fun_name", "?")] += duration
 
     jax.monitoring.register_event_duration_secs_listener(listen)
     runtime, args = sys.argv[1], sys.argv[2:]
@@ -50,6 +54,7 @@ def main() -> int:
     print(f"compile_stages: {time.perf_counter() - start:.1f} s in all; JAX's counters:")
     for event, what in EVENTS.items():
         print(f"  {what:30s} {seconds[event]:7.2f} s  ({counts[event]} events)")
+    print("  traced longest:", ", ".join(f"{f} {s:.2f} s" for f, s in traced.most_common(6)))
     return status
 
 

@@ -15,6 +15,8 @@ Configs (PureJaxRL's own, `ppo.py`'s `__main__` and its MinAtar settings):
 * CartPole-v1: 128 steps, 4 epochs x 4 minibatches, lr 2.5e-4 tanh, at `--cartpole-envs`
   (4: PureJaxRL's 5e5 steps; more envs: `--updates` updates of 128 steps);
 * Breakout-MinAtar: 64 envs x 128 steps, 4 epochs x 8 minibatches, relu, lr 5e-3.
+  Anakin runs it twice: as `gymnax:Breakout-MinAtar` (podracer-envs' observation, built
+  without scatters: the same values) and with gymnax's own class, as PureJaxRL does.
 
 SPS: env steps / seconds of the trained run with its compile excluded, for both (Anakin's
 `RunResult.sps`; PureJaxRL's jitted `train` compiled with `.lower().compile()` first).
@@ -33,6 +35,9 @@ import time
 import types
 
 RUNS = tempfile.mkdtemp(prefix="vs_purejaxrl_")
+# gymnax's class by import path: podracer-envs builds `gymnax:Breakout-MinAtar`'s
+# observation without scatters (`podracer.envs.minatar_obs`); PureJaxRL runs gymnax's.
+GYMNAX_BREAKOUT = "gymnax.environments.minatar.breakout:MinBreakout"
 
 
 def load_purejaxrl(path: str):
@@ -105,7 +110,7 @@ def anakin_sps(env: str, envs: int, total: int, epochs: int, minibatches: int,
     )  # fmt: skip
     updates = total // (128 * envs)
     config = AnakinConfig(
-        env=f"gymnax:{env}", agent="ppo", agent_config=ppo, num_envs=envs,
+        env=env if ":" in env else f"gymnax:{env}", agent="ppo", agent_config=ppo, num_envs=envs,
         rollout_length=128, updates_per_chunk=max(1, updates // 10),
         total_env_steps=updates * 128 * envs, progress=False, tensorboard=False,
         runs_root=RUNS, log_interval=updates * 128 * envs, compile_cache="none",
@@ -139,9 +144,13 @@ def main() -> None:
     for setting in settings:
         a_sps, a_compile = anakin_sps(*setting)
         p_sps, p_compile = purejaxrl_sps(ppo, *setting)
-        ratio = a_sps / p_sps
-        print(f"{setting[0]:>17} {setting[1]:>6} {a_sps:>12,.0f} {p_sps:>14,.0f} "
-              f"{ratio:>6.1f}x {a_compile:>7.1f} / {p_compile:.1f}", flush=True)  # fmt: skip
+        rows = [(setting[0], a_sps, a_compile)]
+        if setting[0] == "Breakout-MinAtar":  # also with gymnax's own (scattering) observation
+            rows.append(("  gymnax's obs", *anakin_sps(GYMNAX_BREAKOUT, *setting[1:])))
+        for name, a_sps, a_compile in rows:
+            ratio = a_sps / p_sps
+            print(f"{name:>17} {setting[1]:>6} {a_sps:>12,.0f} {p_sps:>14,.0f} "
+                  f"{ratio:>6.1f}x {a_compile:>7.1f} / {p_compile:.1f}", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

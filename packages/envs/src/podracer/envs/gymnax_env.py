@@ -37,6 +37,7 @@ import jax.numpy as jnp
 from podracer.envs.actions import action_space_fields
 from podracer.envs.actions import clip_action
 from podracer.envs.extras import install_command
+from podracer.envs.minatar_obs import scatter_free_class
 from podracer.envs.stats import EpisodeStats
 from podracer.envs.stats import init_episode_stats
 from podracer.envs.stats import update_episode_stats
@@ -159,6 +160,9 @@ def make_gymnax(
             f"unknown gymnax environment {name!r}; available: {sorted(gymnax.registered_envs)}"
         )
     env, params = gymnax.make(name, **(env_kwargs or {}))
+    faster = scatter_free_class(type(env))
+    if faster is not None:  # the same env, its observation fit for accelerators
+        env = faster(**(env_kwargs or {}))
     return wrap_gymnax(env, f"gymnax:{name}", params, **param_overrides)
 
 
