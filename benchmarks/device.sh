@@ -6,7 +6,8 @@
 #   bash benchmarks/device.sh anakin sebulba   # some parts: anakin, throughput, muzero,
 #                                              #   sebulba, atari, pong (GPU: envpool);
 #                                              #   catch, purejaxrl, gym, ale, ale-pong,
-#                                              #   muzero-envs, profile (TPU)
+#                                              #   ale-grid, muzero-envs, muzero-profile,
+#                                              #   muzero-crash, profile (TPU)
 #
 # Uses the Python that already imports podracer with an accelerator (PODRACER_PY, else
 # `python`: on an offline TPU VM, the one `scripts/wheels.sh`'s install.sh set up), else
@@ -107,6 +108,27 @@ for part in $parts; do
     tmp=$(mktemp -d)
     run 150 $py benchmarks/tpu_probe.py trace 32768 "$tmp"
     run 150 $py benchmarks/tpu_probe.py trace-preset gymnax:Breakout-MinAtar ppo 64 "$tmp" ;;
+  muzero-profile)  # Where MuZero's chunk spends the chip's time at 3 seeds x 256 envs (its
+    # SPS grew 1.2x for 4x the envs): a whole run traced, its device ops by self time.
+    run 300 $py benchmarks/tpu_probe.py trace-run "$(mktemp -d)" anakin \
+      --env gymnax:Breakout-MinAtar --agent muzero --preset minatar --num-seeds 3 \
+      --num-envs 256 --total-env-steps 10000000 --max-wall-seconds 30 \
+      --run-name device-muzero-profile --no-progress ;;
+  muzero-crash)  # libtpu's compiler overflows its stack on MuZero's single-seed MinAtar
+    # chunk (SpatialMajorConvolution::EmitZeroByteCase): XLA's HLO dumps of the programs
+    # it compiled, up to the crash, packed into $OUT (or benchmarks/results).
+    dump=$(mktemp -d)
+    XLA_FLAGS="--xla_dump_to=$dump --xla_dump_hlo_as_text" run 200 $py benchmarks/tpu_probe.py \
+      trace-preset gymnax:Breakout-MinAtar muzero 256 "$(mktemp -d)"
+    tar -czf "${OUT:-benchmarks/results}/muzero_crash_hlo.tgz" -C "$dump" . ;;
+  ale-grid)  # IMPALA on ale:Breakout at several actor layouts (threads x envs, lanes):
+    # which keeps the 13 host cores and the chip busiest.
+    for layout in "3 64 --async-envs" "4 64 --async-envs" "6 64 --async-envs" \
+      "3 128 --async-envs" "6 32"; do
+      set -- $layout
+      run 150 $py benchmarks/sebulba_throughput.py --case ale-breakout --actor-threads $1 \
+        --envs-per-thread $2 ${3:-} --env-kwargs '{"num_threads": 2}' --total-env-steps 400000
+    done ;;
   purejaxrl)  # PPO against PureJaxRL's own ppo.py, interleaved in one process.
     run 300 $py benchmarks/vs_purejaxrl.py --purejaxrl "${PUREJAXRL:?set PUREJAXRL}" \
       --cartpole-envs 4 2048 --minatar ;;
@@ -120,7 +142,7 @@ for part in $parts; do
     # threads (a_env) against training (d_train); frames = 4 x agent steps.
     run 200 $py benchmarks/sebulba_throughput.py --case ale-breakout --envs-per-thread 64 \
       --actor-threads 3 --async-envs --env-kwargs '{"num_threads": 2}' --total-env-steps 500000 ;;
-  *) echo "unknown part '$part' (allowed: anakin, throughput, muzero, sebulba, atari, pong, catch, purejaxrl, gym, ale, ale-pong, muzero-envs, profile)" >&2; exit 2 ;;
+  *) echo "unknown part '$part' (allowed: anakin, throughput, muzero, sebulba, atari, pong, catch, purejaxrl, gym, ale, ale-pong, ale-grid, muzero-envs, muzero-profile, muzero-crash, profile)" >&2; exit 2 ;;
   esac
 done
 echo "log: $log"

@@ -7,6 +7,8 @@
     python benchmarks/tpu_probe.py trace 32768 [DIR]      # a profile of that chunk, and its HLO
     python benchmarks/tpu_probe.py trace-preset gymnax:Breakout-MinAtar ppo 64 [DIR]
                                                           # the same for a preset's chunk
+    python benchmarks/tpu_probe.py trace-run DIR anakin --env ... --max-wall-seconds 20
+                                                          # a whole command-line run
 
 `latency` is what bounds a Sebulba actor that steps its envs from Python: one jitted
 policy call on a host batch and the action back, per step (on one TPU v5e chip under
@@ -181,6 +183,23 @@ def trace_preset(env_id: str, agent_name: str, num_envs: int, out: str) -> None:
     summarize(os.path.join(out, name))
 
 
+def trace_run(out: str, runtime: str, args: list[str]) -> None:
+    """A `jax.profiler` trace of a whole command-line run (`anakin` or `sebulba` with
+    `args`; keep it short with `--max-wall-seconds`), then its device ops by self time:
+    for programs a hand-built chunk does not reproduce (`--num-seeds`, Sebulba)."""
+    import jax
+
+    if runtime == "anakin":
+        from podracer.anakin.cli import main as command
+    else:
+        from podracer.sebulba.cli import main as command
+    sys.argv = [runtime, *args]
+    path = os.path.join(out, f"trace_{runtime}")
+    with jax.profiler.trace(path):
+        command()
+    summarize(path)
+
+
 def summarize(trace_dir: str, top: int = 25) -> None:
     """The device's ops by self time (nested ops' time taken out of their loop's), from the
     trace's xplane file: where a chunk's time goes, without TensorBoard."""
@@ -230,6 +249,8 @@ if __name__ == "__main__":
     elif part == "trace-preset":
         out = args[3] if len(args) > 3 else os.environ.get("OUT", ".")
         trace_preset(args[0], args[1], int(args[2]), out)
+    elif part == "trace-run":
+        trace_run(args[0], args[1], args[2:])
     else:
-        allowed = "latency, gymvec, ale, catch, trace, trace-preset"
+        allowed = "latency, gymvec, ale, catch, trace, trace-preset, trace-run"
         sys.exit(f"unknown part {part!r} (allowed: {allowed})")
