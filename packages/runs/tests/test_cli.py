@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 from typing import ClassVar
@@ -221,6 +222,33 @@ def test_help_lists_only_the_chosen_agent_s_flags(capsys):
         parse("--help")  # the default agent's
     out = capsys.readouterr().out
     assert "--qlambda.learning-rate" in out and "--ppo." not in out
+
+
+def test_help_groups_the_runtime_flags_in_boxes_and_the_flags_keep_their_names(capsys):
+    with pytest.raises(SystemExit):
+        parse("--help")
+    out = capsys.readouterr().out
+    boxes, title = {}, None  # box title -> its text (tyro draws boxes on a terminal only)
+    for line in out.splitlines():
+        header = re.fullmatch(r"[\s╭─╮]*([a-z]+ options)[\s─╮]*", line)
+        if header:
+            title = header.group(1)
+            boxes[title] = ""
+        elif title:
+            boxes[title] += line + "\n"
+    assert {"run options", "layout options", "logging options", "evaluation options",
+            "cluster options"} <= set(boxes)  # fmt: skip
+    assert "populations options" not in boxes  # the toy runtime has no --num-seeds nor --sweep
+    assert "--seed" in boxes["run options"] and "--num-envs" in boxes["layout options"]
+    assert "--num-envs" not in boxes["run options"] and "--wandb-mode" in boxes["logging options"]
+    assert "--eval-interval" in boxes["evaluation options"]
+    # a field's comment still shows as its help (tyro reads it from the class's source)
+    assert "the toy runtime's only size" in boxes["layout options"]
+    config, _ = parse("--seed", "3", "--num-envs", "8", "--log-interval", "1e3",
+                      "--eval-episodes", "2", "--distributed")  # fmt: skip
+    assert (config.seed, config.num_envs, config.log_interval) == (3, 8, 1000)
+    assert config.eval_episodes == 2 and config.cluster.distributed
+    assert isinstance(config, ToyRunConfig) and config.agent_config is not None
 
 
 def test_another_agent_s_flag_is_refused_not_ignored(capsys):

@@ -14,6 +14,7 @@ field, exit status 2, before anything compiles; so does anything the run refuses
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import difflib
 import inspect
@@ -21,6 +22,7 @@ import json
 import math
 import os
 import sys
+import typing
 from collections.abc import Callable
 from typing import Annotated
 from typing import Any
@@ -140,9 +142,7 @@ def parse_cli(config_cls: type, argv: list[str], description: str = "") -> tuple
     # or multiply the grid. The command line's sweeps replace them.
     if any(a == "--sweep" or a.startswith("--sweep=") for a in argv) and hasattr(base, "sweep"):
         base = dataclasses.replace(base, sweep=())
-    fields: list[tuple[str, Any, Any]] = [
-        ("run", Annotated[config_cls, tyro.conf.arg(name="")], dataclasses.field(default=base))
-    ]
+    fields = _runtime_groups(config_cls, base)
     names = {f.name for f in dataclasses.fields(config_cls)}
     for name in AGENTS:  # every agent's flag group must be free, whichever one runs
         group = flag_group(name)
@@ -173,9 +173,79 @@ def parse_cli(config_cls: type, argv: list[str], description: str = "") -> tuple
     _check_agent_flags(argv, base.agent, entry.config_cls)
     flags_cls = dataclasses.make_dataclass(runtime, fields, frozen=True)
     flags = tyro.cli(flags_cls, args=argv, description=description, registry=REGISTRY)
-    config = flags.run
-    agent_config = getattr(flags, flag_group(config.agent))
-    return dataclasses.replace(config, agent_config=agent_config), source
+    values = {name: getattr(getattr(flags, group), name)
+              for group, _, _ in fields if group in HELP_GROUPS
+              for name in _group_fields(config_cls, group)}  # fmt: skip
+    agent_config = getattr(flags, flag_group(values["agent"]))
+    return dataclasses.replace(base, **values, agent_config=agent_config), source
+
+
+# The runtime's flags in --help, box by box: the fields each group holds (a runtime's own
+# fields, its layout, fall in "layout"). The flags keep their names (no group prefix).
+HELP_GROUPS = {
+    "run": ("what to train, for how long, and where the run is kept", (
+        "env", "env_kwargs", "agent", "seed", "total_env_steps", "max_wall_seconds", "run_name",
+        "runs_root", "resume", "init_from", "init_opt_state", "trust_code", "compile_cache")),
+    "layout": ("how the work is laid out on the devices and host", ()),
+    "populations": ("several seeds or hyperparameter points in one run", (
+        "num_seeds", "sweep", "pbt_interval", "pbt_fraction")),
+    "logging": ("metric rows, checkpoints and their writers", (
+        "log_interval", "checkpoint_interval", "keep_checkpoints", "tensorboard",
+        "wandb_project", "wandb_entity", "wandb_mode", "progress")),
+    "evaluation": ("greedy evaluation and videos", (
+        "eval_interval", "eval_episodes", "eval_max_steps", "video_interval", "video_episodes")),
+    "cluster": ("several processes (hosts) as one run (podracer.runs.distributed)", ("cluster",)),
+}  # fmt: skip
+_GROUPED = {name for _, names in HELP_GROUPS.values() for name in names}
+
+
+def _group_fields(config_cls: type, group: str) -> list[str]:
+    """`config_cls`'s fields in `group`, in the class's order ("layout": the ungrouped)."""
+    names = [f.name for f in dataclasses.fields(config_cls) if f.name != "agent_config"]
+    if group == "layout":
+        return [n for n in names if n not in _GROUPED]
+    return [n for n in names if n in HELP_GROUPS[group][1]]
+
+
+def _runtime_groups(config_cls: type, base: Any) -> list[tuple[str, Any, Any]]:
+    """One flattened (`OmitArgPrefixes`) dataclass field per `HELP_GROUPS` entry holding
+    `config_cls`'s fields with `base`'s values as defaults: tyro draws a box per group and
+    the flags keep their names. Each field keeps its type and its help, which tyro would
+    read from the class's source (comments and docstrings) and cannot from a made class."""
+    hints = typing.get_type_hints(config_cls, include_extras=True)
+    out = []
+    for group, (title, _) in HELP_GROUPS.items():
+        members = []
+        for name in _group_fields(config_cls, group):
+            doc = _field_help(config_cls, name)
+            kind = Annotated[hints[name], tyro.conf.arg(help=doc)] if doc else hints[name]
+            value = getattr(base, name)
+            if isinstance(value, dict | list | set):  # a dataclass takes no mutable default
+                default = dataclasses.field(default_factory=lambda v=value: copy.deepcopy(v))
+            else:
+                default = dataclasses.field(default=value)
+            members.append((name, kind, default))
+        if members:
+            cls = dataclasses.make_dataclass(group, members, frozen=True)
+            kind = Annotated[cls, tyro.conf.OmitArgPrefixes, tyro.conf.arg(help=title)]
+            out.append((group, kind, dataclasses.field(default=cls())))
+    return out
+
+
+def _field_help(config_cls: type, name: str) -> str | None:
+    # tyro's own reading of a field's comment or docstring (not public API; a test checks
+    # that the help still shows).
+    get = getattr(getattr(tyro, "_docstrings", None), "get_field_docstring", None)
+    for cls in config_cls.__mro__:
+        if get is None or name not in getattr(cls, "__dataclass_fields__", {}):
+            continue
+        try:
+            doc = get(cls, name, ())
+        except Exception:  # noqa: BLE001 - a help text is never worth failing the command
+            return None
+        if doc:
+            return doc
+    return None
 
 
 def _initials(name: str) -> str:
