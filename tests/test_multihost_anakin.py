@@ -19,8 +19,8 @@ SCRIPT = textwrap.dedent(
     import json, sys, jax, numpy as np
     from podracer.anakin import AnakinConfig, train
     from podracer.runs import DistributedConfig
-    where, chunks, name, root, resume = sys.argv[1:6]
-    config = AnakinConfig(num_envs=8, rollout_length=4, updates_per_chunk=5,
+    where, chunks, name, root, resume, seeds = sys.argv[1:7]
+    config = AnakinConfig(num_envs=8, rollout_length=4, updates_per_chunk=5, num_seeds=int(seeds),
                           total_env_steps=int(chunks) * 160, progress=False, tensorboard=False,
                           run_name=name, runs_root=root,
                           checkpoint_interval=160, log_interval=160, resume=resume == "resume",
@@ -41,12 +41,13 @@ def _results(output: str) -> list[dict]:
 
 
 @pytest.mark.slow
-def test_two_processes_match_one_process_and_their_checkpoint_resumes_in_one(tmp_path):
+@pytest.mark.parametrize("seeds", [1, 2])
+def test_two_processes_match_one_process_and_their_checkpoint_resumes_in_one(tmp_path, seeds):
     script = tmp_path / "run.py"
     script.write_text(SCRIPT)
     runs = str(tmp_path / "runs")
     single = lambda *args: subprocess.run(
-        [sys.executable, str(script), "local", *args],
+        [sys.executable, str(script), "local", *args, str(seeds)],
         capture_output=True,
         text=True,
         timeout=600,
@@ -74,6 +75,7 @@ def test_two_processes_match_one_process_and_their_checkpoint_resumes_in_one(tmp
             "mh",
             runs,
             "fresh",
+            str(seeds),
         ],
         capture_output=True,
         text=True,
@@ -84,21 +86,21 @@ def test_two_processes_match_one_process_and_their_checkpoint_resumes_in_one(tmp
     assert sorted(r["process"] for r in results) == [0, 1]
     for r in results:
         assert r["devices"] == 4
-        assert r["losses"] == pytest.approx(reference["losses"][:2], rel=1e-5)
+        assert r["losses"] == pytest.approx(reference["losses"][: 2 * seeds], rel=1e-5)
     # Orbax wrote one checkpoint per chunk from both processes; metrics came from process 0.
     run = tmp_path / "runs" / "mh"
     assert sorted(os.listdir(run / "checkpoints")) == ["1", "2"]
-    assert len((run / "metrics.jsonl").read_text().splitlines()) == 2
+    assert len((run / "metrics.jsonl").read_text().splitlines()) == 2 * seeds  # a row per seed
 
     # One process (4 devices) resumes the two-process checkpoint: env states, keys and
     # train state continue, and the run ends where the uninterrupted one did.
     resumed = single("4", "mh", runs, "resume")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     (resumed,) = _results(resumed.stdout)
-    assert resumed["losses"] == pytest.approx(reference["losses"][2:], rel=1e-4)
+    assert resumed["losses"] == pytest.approx(reference["losses"][2 * seeds :], rel=1e-4)
     for a, b in zip(resumed["params"], reference["params"], strict=True):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
-    assert len((run / "metrics.jsonl").read_text().splitlines()) == 4
+    assert len((run / "metrics.jsonl").read_text().splitlines()) == 4 * seeds
 
 
 FAULT_SCRIPT = textwrap.dedent(
