@@ -248,6 +248,9 @@ def test_help_groups_the_runtime_flags_in_boxes_and_the_flags_keep_their_names(c
                       "--eval-episodes", "2", "--distributed")  # fmt: skip
     assert (config.seed, config.num_envs, config.log_interval) == (3, 8, 1000)
     assert config.eval_episodes == 2 and config.cluster.distributed
+    # A nested config's check is the run's one line too (tyro would draw it in a box).
+    with pytest.raises(ValueError, match=r"DistributedConfig.process_id must be in \[0, 2\)"):
+        parse("--num-processes", "2", "--process-id", "5")
     assert isinstance(config, ToyRunConfig) and config.agent_config is not None
 
 

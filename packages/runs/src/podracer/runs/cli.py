@@ -173,9 +173,17 @@ def parse_cli(config_cls: type, argv: list[str], description: str = "") -> tuple
     _check_agent_flags(argv, base.agent, entry.config_cls)
     flags_cls = dataclasses.make_dataclass(runtime, fields, frozen=True)
     flags = tyro.cli(flags_cls, args=argv, description=description, registry=REGISTRY)
-    values = {name: getattr(getattr(flags, group), name)
-              for group, _, _ in fields if group in HELP_GROUPS
-              for name in _group_fields(config_cls, group)}  # fmt: skip
+    values = {}
+    for group, _, _ in fields:
+        if group not in HELP_GROUPS:
+            continue
+        parsed = getattr(flags, group)
+        for name in _group_fields(config_cls, group):
+            nested = _nested_type(config_cls, name)
+            values[name] = (
+                getattr(parsed, name) if nested is None
+                else nested(**{f.name: getattr(parsed, f.name) for f in dataclasses.fields(nested)})
+            )  # fmt: skip
     agent_config = getattr(flags, flag_group(values["agent"]))
     return dataclasses.replace(base, **values, agent_config=agent_config), source
 
@@ -212,24 +220,41 @@ def _runtime_groups(config_cls: type, base: Any) -> list[tuple[str, Any, Any]]:
     `config_cls`'s fields with `base`'s values as defaults: tyro draws a box per group and
     the flags keep their names. Each field keeps its type and its help, which tyro would
     read from the class's source (comments and docstrings) and cannot from a made class."""
-    hints = typing.get_type_hints(config_cls, include_extras=True)
     out = []
     for group, (title, _) in HELP_GROUPS.items():
         members = []
         for name in _group_fields(config_cls, group):
-            doc = _field_help(config_cls, name)
-            kind = Annotated[hints[name], tyro.conf.arg(help=doc)] if doc else hints[name]
-            value = getattr(base, name)
-            if isinstance(value, dict | list | set):  # a dataclass takes no mutable default
-                default = dataclasses.field(default_factory=lambda v=value: copy.deepcopy(v))
-            else:
-                default = dataclasses.field(default=value)
-            members.append((name, kind, default))
+            nested = _nested_type(config_cls, name)
+            if nested is None:
+                members.append(_member(config_cls, name, getattr(base, name)))
+            else:  # its fields flat in the group: built (and checked) after the parse
+                value = getattr(base, name)
+                members += [_member(nested, f.name, getattr(value, f.name))
+                            for f in dataclasses.fields(nested)]  # fmt: skip
         if members:
             cls = dataclasses.make_dataclass(group, members, frozen=True)
             kind = Annotated[cls, tyro.conf.OmitArgPrefixes, tyro.conf.arg(help=title)]
             out.append((group, kind, dataclasses.field(default=cls())))
     return out
+
+
+def _nested_type(config_cls: type, name: str) -> type | None:
+    """The dataclass a field holds (`cluster`: DistributedConfig), else None. Its fields
+    are flags of the field's group, and the parse builds it outside tyro: tyro would draw
+    a validation error of a nested dataclass as a box, not one line."""
+    kind = typing.get_type_hints(config_cls)[name]
+    return kind if dataclasses.is_dataclass(kind) else None
+
+
+def _member(owner: type, name: str, value: Any) -> tuple[str, Any, Any]:
+    """A made dataclass's field for `owner`'s field `name`: its type, help and `value`."""
+    kind = typing.get_type_hints(owner, include_extras=True)[name]
+    doc = _field_help(owner, name)
+    if doc:
+        kind = Annotated[kind, tyro.conf.arg(help=doc)]
+    if isinstance(value, dict | list | set):  # a dataclass takes no mutable default
+        return name, kind, dataclasses.field(default_factory=lambda v=value: copy.deepcopy(v))
+    return name, kind, dataclasses.field(default=value)
 
 
 def _field_help(config_cls: type, name: str) -> str | None:
