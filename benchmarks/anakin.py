@@ -36,7 +36,7 @@ def _time_chunks(fn, state, repeats: int):
     return state, (time.perf_counter() - t0) / repeats
 
 
-def catch_demo(num_envs: int, updates: int, repeats: int) -> dict:
+def catch_demo(num_envs: int, updates: int, repeats: int, microbatches: int = 1) -> dict:
     import jax
 
     from podracer.agents import QLambdaConfig
@@ -49,7 +49,9 @@ def catch_demo(num_envs: int, updates: int, repeats: int) -> dict:
 
     env = make("catch")
     agent = make_agent(
-        "qlambda", env.spec, QLambdaConfig(learning_rate=1e-4, lambda_=0.9, gamma=0.99)
+        "qlambda",
+        env.spec,
+        QLambdaConfig(learning_rate=1e-4, lambda_=0.9, gamma=0.99, num_microbatches=microbatches),
     )
     mesh = make_mesh(1)
     T = 16
@@ -76,6 +78,7 @@ def catch_demo(num_envs: int, updates: int, repeats: int) -> dict:
     frames = num_envs * T * updates
     return {
         "envs": num_envs,
+        "microbatches": microbatches,
         "train_fps": frames / train_s,
         "act_fps": frames / act_s,
         "ratio": act_s / train_s,
@@ -156,16 +159,21 @@ def main() -> None:
         "--ppo-envs", type=int, nargs="*", default=[4, 64],
         help="envs for the CartPole PPO rows (an accelerator wants 1024 and more; none: no rows)",
     )  # fmt: skip
+    parser.add_argument(
+        "--catch-microbatches", type=int, nargs="+", default=[1],
+        help="Catch rows also at these num_microbatches (the learner's gradient in slices)",
+    )  # fmt: skip
     args = parser.parse_args()
     updates, repeats = (20, 2) if args.quick else (100, 3)
 
     print("## Catch, demo configuration (Q(lambda), MLP 256, rollout 16), 1 device")
-    print(f"{'envs/device':>12} {'train FPS':>12} {'act-only FPS':>13} {'train/act':>10}")
+    print(f"{'envs/device':>12} {'microbatches':>13} {'train FPS':>12} {'act-only FPS':>13} "
+          f"{'train/act':>10}")  # fmt: skip
     for n in args.catch_envs:
-        r = catch_demo(n, updates, repeats)
-        print(
-            f"{r['envs']:>12} {r['train_fps']:>12,.0f} {r['act_fps']:>13,.0f} {r['ratio']:>10.1%}"
-        )
+        for k in args.catch_microbatches:
+            r = catch_demo(n, updates, repeats, k)
+            print(f"{r['envs']:>12} {k:>13} {r['train_fps']:>12,.0f} {r['act_fps']:>13,.0f} "
+                  f"{r['ratio']:>10.1%}")  # fmt: skip
 
     if args.ppo_envs:
         print("\n## CartPole-v1 PPO (PureJaxRL settings: 128 steps, 4 epochs x 4 minibatches)")

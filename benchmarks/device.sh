@@ -74,9 +74,11 @@ for part in $parts; do
       --run-name device-pong-pqn --no-progress"
     run 60 bash -c "$podracer plot runs/device-pong-impala runs/device-pong-pqn \
       --out benchmarks/results/device_pong" ;;
-  catch)  # Catch Q(lambda) at the demo config from 4k to 131k envs: training and acting-only FPS.
-    run 200 $py benchmarks/anakin.py --quick --skip-devices --catch-envs 4096 32768 131072 \
-      --ppo-envs ;;
+  catch)  # Catch Q(lambda) at the demo config from 4k to 131k envs: training and acting-only
+    # FPS, the learner's gradient whole and in 4 or 8 slices (its activations: 512 MB per
+    # array at 32k envs, 2026-12-06b).
+    run 300 $py benchmarks/anakin.py --quick --skip-devices --catch-envs 4096 32768 131072 \
+      --catch-microbatches 1 4 8 --ppo-envs ;;
   ale-pong)  # IMPALA on ale-py Pong for PONG_SECONDS (default 180) a call; a later call
     # (the run dir still there) continues it with --resume, so a long run fits commands of
     # under 10 minutes. Actors on the chip (on the host CPU the Nature CNN took 80% of a

@@ -137,3 +137,51 @@ def test_one_minibatch_is_one_step_on_the_whole_batch_with_no_gather(split):
     # Several minibatches still shuffle (the gather is there).
     shuffled = minibatch_update(_squared_error, optimizer, 1, 2, split=split)
     assert "gather" in str(jax.make_jaxpr(shuffled)(*args))
+
+
+@pytest.mark.parametrize("split", ["time", "envs"])
+@pytest.mark.parametrize("minibatches", [1, 2])
+def test_microbatches_take_the_same_step_in_slices(split, minibatches):
+    """`num_microbatches`: each minibatch's gradient as the mean of its slices' (a mean
+    loss over equal slices: the same step), the backward pass run once per slice."""
+    from podracer.agents.learn import minibatch_update
+
+    keys = jax.random.split(jax.random.PRNGKey(0), 2)
+    batch = {"x": jax.random.normal(keys[0], (8, 12, 3)), "y": jax.random.normal(keys[1], (8, 12))}
+    optimizer = optax.adam(0.1)
+    params = jnp.asarray([1.0, -2.0, 0.5])
+    args = (params, optimizer.init(params), batch, jax.random.PRNGKey(1))
+    whole = minibatch_update(_squared_error, optimizer, 2, minibatches, split=split)
+    sliced = minibatch_update(_squared_error, optimizer, 2, minibatches, split=split,
+                              num_microbatches=2)  # fmt: skip
+    (p1, _, m1), (p2, _, m2) = whole(*args), sliced(*args)
+    assert not np.allclose(p1, params)
+    np.testing.assert_allclose(p2, p1, rtol=1e-5)
+    np.testing.assert_allclose(m2["loss"], m1["loss"], rtol=1e-5)
+    # The backward pass runs on slices: its dot products see half a minibatch's rows.
+    jaxpr = str(jax.make_jaxpr(sliced)(*args))
+    rows = (8 if split == "time" else 12) // minibatches // 2
+    assert f"f32[{rows}," in jaxpr if split == "time" else f",{rows},3]" in jaxpr
+    with pytest.raises(ValueError, match=r"num_microbatches \(5\) must divide"):
+        minibatch_update(_squared_error, optimizer, 1, 1, split=split, num_microbatches=5)(*args)
+
+
+def test_qlambda_microbatches_keep_its_update(random_trajectory):
+    """Q(lambda) with 2 microbatches per minibatch: the update of the whole minibatch."""
+    from podracer.agents import QLambdaConfig
+    from podracer.agents import make_qlambda
+
+    trajectory = random_trajectory(SPEC, 8, 4)
+    results = []
+    for k in (1, 2):
+        config = QLambdaConfig(num_microbatches=k, hidden_sizes=(16,), torso="mlp")
+        agent = make_qlambda(SPEC, config)
+        learn = jax.jit(make_learn(agent, 1, "devices", lambda x: x))
+        train, losses, _ = learn(init_train_state(agent, jax.random.key(0)), trajectory, None)
+        results.append((jax.tree.leaves(train.params), float(losses["losses/value"])))
+    (p1, v1), (p2, v2) = results
+    assert v2 == pytest.approx(v1, rel=1e-5)
+    for a, b in zip(p1, p2, strict=True):
+        np.testing.assert_allclose(b, a, rtol=2e-5, atol=1e-7)
+    with pytest.raises(ValueError, match="num_microbatches"):
+        QLambdaConfig(num_microbatches=0)

@@ -126,6 +126,10 @@ class QLambdaConfig(_Minibatched):
     epsilon_decay: float = 0.1
     num_epochs: int = 1  # passes over each rollout
     num_minibatches: int = 1  # per epoch; splits the rollout's time axis (envs with a core)
+    # Each minibatch's gradient as the mean of this many equal slices' (the same step),
+    # computed one after another: the backward pass holds a slice's activations, for an
+    # accelerator whose fast memory a whole minibatch's outgrow (learn.minibatch_update).
+    num_microbatches: int = 1
     torso: Torso = "auto"  # auto: the Nature CNN for uint8 frames, else an MLP
     hidden_sizes: tuple[int, ...] = (256,)
     activation: str = "relu"
@@ -145,7 +149,7 @@ class QLambdaConfig(_Minibatched):
         if self.epsilon_start is not None:
             check_range(self, "epsilon_start", 0.0, 1.0)
         check_range(self, "epsilon_decay", 0.0, 1.0)
-        check_int(self, "num_epochs", "num_minibatches")
+        check_int(self, "num_epochs", "num_minibatches", "num_microbatches")
         check_choice(self, "torso", TORSOS)
         check_choice(self, "optimizer", ("adam", "radam"))
         _check_sizes(self, "hidden_sizes")

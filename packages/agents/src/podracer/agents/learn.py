@@ -119,6 +119,7 @@ def minibatch_update(
     num_epochs: int,
     num_minibatches: int,
     split: str = "time",
+    num_microbatches: int = 1,
 ):
     """An update of `num_epochs` passes over a batch `[T, B, ...]`, each pass split into
     `num_minibatches` gradient steps; `batch_loss(params, minibatch, reduce) -> (loss,
@@ -136,6 +137,12 @@ def minibatch_update(
 
     With one minibatch, each pass takes the batch as it is (no shuffle).
 
+    `num_microbatches > 1`: each minibatch's gradient (and metrics) is the mean of that
+    many equal slices' (along the split axis), computed one after another, so that the
+    backward pass holds one slice's activations. The same step where the loss is a mean
+    over the slices' equal shares (a masked mean only while the mask is even); for an
+    accelerator whose fast memory a whole minibatch's activations outgrow.
+
         update(params, opt_state, batch, key, reduce_grads) -> (params, opt_state, metrics)
     """
     if split not in ("time", "envs"):
@@ -148,10 +155,33 @@ def minibatch_update(
             what = "rollout length" if split == "time" else "envs on each device"
             raise ValueError(f"num_minibatches ({num_minibatches}) must divide the {what} ({size})")
 
+        grad_fn = jax.grad(lambda p, b: batch_loss(p, b, reduce_grads), has_aux=True)
+
+        def gradient(params, minibatch):
+            if num_microbatches == 1:
+                return grad_fn(params, minibatch)
+            part = jax.tree.leaves(minibatch)[0].shape[axis]
+            if part % num_microbatches:
+                what = "time steps" if axis == 0 else "envs"
+                raise ValueError(f"num_microbatches ({num_microbatches}) must divide each "
+                                 f"minibatch's {what} ({part})")  # fmt: skip
+
+            def slices(x):  # [.., n, ..] -> [k, .., n / k, ..] along `axis`
+                x = x.reshape(x.shape[:axis] + (num_microbatches, -1) + x.shape[axis + 1 :])
+                return jnp.moveaxis(x, axis, 0)
+
+            def add(total, piece):
+                return jax.tree.map(jnp.add, total, grad_fn(params, piece)), None
+
+            pieces = jax.tree.map(slices, minibatch)
+            first = jax.tree.map(lambda x: x[0], pieces)
+            zeros = jax.tree.map(jnp.zeros_like, jax.eval_shape(grad_fn, params, first))
+            total, _ = jax.lax.scan(add, zeros, pieces)
+            return jax.tree.map(lambda x: x / num_microbatches, total)
+
         def minibatch_step(carry, minibatch):
             params, opt_state = carry
-            grad_fn = jax.grad(lambda p: batch_loss(p, minibatch, reduce_grads), has_aux=True)
-            grads, metrics = grad_fn(params)
+            grads, metrics = gradient(params, minibatch)
             grads, metrics = reduce_grads((grads, metrics))
             updates, opt_state = optimizer.update(grads, opt_state, params)
             metrics["losses/grad_norm"] = optax.tree.norm(grads)

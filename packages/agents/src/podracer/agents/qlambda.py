@@ -145,7 +145,7 @@ def make_qlambda(
 
     minibatches = minibatch_update(
         batch_loss, optimizer, config.num_epochs, config.num_minibatches,
-        split=config.minibatch_split,
+        split=config.minibatch_split, num_microbatches=config.num_microbatches,
     )  # fmt: skip
 
     def update(params, opt_state, trajectory: Trajectory, key, reduce_grads=lambda x: x):
