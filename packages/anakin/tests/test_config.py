@@ -6,6 +6,7 @@ import pytest
 
 from podracer.agents import ImpalaConfig
 from podracer.agents import PPOConfig
+from podracer.agents import QLambdaConfig
 from podracer.agents.validation import ConfigError
 from podracer.anakin import AnakinConfig
 from podracer.anakin import train
@@ -73,6 +74,17 @@ def test_a_recurrent_agent_needs_envs_its_minibatches_divide():
         r"device's 6 envs are divisible by PPOConfig.num_minibatches=4",
     ):
         config.check_devices(2)
+
+
+def test_microbatches_must_divide_each_minibatch_before_anything_compiles():
+    sliced = QLambdaConfig(num_minibatches=2, num_microbatches=4)
+    AnakinConfig(agent_config=sliced, rollout_length=16).check_devices(1)  # 16 = 2 x 4 x 2
+    with pytest.raises(
+        ConfigError,
+        match=r"AnakinConfig.rollout_length must be divisible by "
+        r"QLambdaConfig.num_minibatches=2 x num_microbatches=4, got 12",
+    ):
+        AnakinConfig(agent_config=sliced, rollout_length=12).check_devices(1)
 
 
 def test_sweep_flags_replace_a_loaded_config_s_sweep_and_resume_is_not_loaded(tmp_path):

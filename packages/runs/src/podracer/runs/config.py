@@ -285,15 +285,19 @@ class RunConfig:
         minibatches = getattr(self.agent_config, "num_minibatches", None)
         if not minibatches:
             return
+        # Each minibatch splits again into num_microbatches slices (Q(lambda), PQN).
+        slices = getattr(self.agent_config, "num_microbatches", 1)
+        parts = minibatches * slices
         owner = type(self.agent_config).__name__
+        what = f"{owner}.num_minibatches={minibatches}" + (
+            f" x num_microbatches={slices}" if slices > 1 else "")  # fmt: skip
         if self.agent_config.minibatch_split == "envs":
-            if envs_per_device % minibatches:
+            if envs_per_device % parts:
                 fail(self, envs_field, f"such that each device's {envs_per_device} envs are "
-                     f"divisible by {owner}.num_minibatches={minibatches} (its minibatches "
-                     "are whole sequences: they split the envs)")  # fmt: skip
-        elif rollout_length % minibatches:
-            fail(self, field, f"divisible by {owner}.num_minibatches={minibatches}",
-                 rollout_length)  # fmt: skip
+                     f"divisible by {what} (its minibatches are whole sequences: they split "
+                     "the envs)")  # fmt: skip
+        elif rollout_length % parts:
+            fail(self, field, f"divisible by {what}", rollout_length)
 
     def to_json(self) -> dict[str, Any]:
         """The config as written to `config.json` (field order kept), with a `sources`
