@@ -211,6 +211,9 @@ def test_a_pbt_run_records_its_lineage_and_rows_carry_the_values_in_force(tmp_pa
     assert [after[m] for m in range(4)] == pytest.approx(
         lineage[0]["values"]["sweep/qlambda.learning_rate"]
     )
+    # each written as its float32's shortest text, which reads back to the same float32
+    for value in lineage[-1]["values"]["sweep/qlambda.learning_rate"]:
+        assert len(repr(value)) <= 12 and str(np.float32(value)) == repr(value)
     # sweep-best writes a config that reruns (a single member: no population to train).
     assert sweep_best([str(tmp_path / "pbt")]) == 0
     best = json.loads((tmp_path / "pbt" / "best_config.json").read_text())

@@ -319,9 +319,10 @@ class Lineage:
         state, sources = exploit(state, key)
         self.values = self._fetch(state)
         if self._run.is_writer:
-            line = {"env_steps": self._run.env_steps,
-                    "sources": np.asarray(jax.device_get(sources)).tolist(),
-                    "values": {k: v.tolist() for k, v in self.values.items()}}  # fmt: skip
+            # each value as its dtype's shortest text (8e-4, not 0.000800000037...)
+            values = {k: [float(str(x)) for x in v] for k, v in self.values.items()}
+            sources = np.asarray(jax.device_get(sources)).tolist()
+            line = {"env_steps": self._run.env_steps, "sources": sources, "values": values}
             with open(self._path, "a") as f:
                 f.write(json.dumps(line) + "\n")
         return state

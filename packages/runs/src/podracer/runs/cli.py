@@ -197,10 +197,12 @@ HELP_GROUPS = {
     "layout": ("how the work is laid out on the devices and host", ()),
     "populations": ("several seeds or hyperparameter points in one run", (
         "num_seeds", "sweep", "pbt_interval", "pbt_fraction")),
-    "logging": ("metric rows, checkpoints and their writers", (
+    "logging": ("metric rows, checkpoints and their writers (checkpoints at the first loop step "
+                "at or past each multiple of their interval)", (
         "log_interval", "checkpoint_interval", "keep_checkpoints", "tensorboard",
         "wandb_project", "wandb_entity", "wandb_mode", "progress")),
-    "evaluation": ("greedy evaluation and videos", (
+    "evaluation": ("greedy evaluations and videos, at the first loop step (an Anakin chunk, "
+                   "a Sebulba update) at or past each multiple of their interval", (
         "eval_interval", "eval_episodes", "eval_max_steps", "video_interval", "video_episodes")),
     "cluster": ("several processes (hosts) as one run (podracer.runs.distributed)", ("cluster",)),
 }  # fmt: skip
@@ -362,6 +364,9 @@ def _run_cli(config_cls: type, train: Callable[[Any], Any], argv: list[str] | No
             from podracer.runs.tools.sweep_best import point_finals
             from podracer.runs.tools.sweep_best import sweep_table
 
+            if getattr(config, "pbt_interval", 0):
+                print(f"{runtime}: PBT's members by the values they started from (each "
+                      "member's values since: pbt.jsonl in the run)")  # fmt: skip
             print(sweep_table(point_finals(result.history), "charts/episodic_return"))
             print(f"{runtime}: `podracer sweep-best {result.run_dir}` writes the best point's "
                   "config")  # fmt: skip

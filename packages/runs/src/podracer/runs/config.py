@@ -109,6 +109,9 @@ class RunConfig:
     # trust_remote_code (podracer.runs.trust). Never stored: a file cannot grant it.
     trust_code: bool = False
     log_interval: int = 0  # env steps between metric rows; 0: about 100 over the run
+    # Evaluations, videos and checkpoints happen between the runtime's loop steps (an
+    # Anakin chunk, a Sebulba update): at the first one at or past each multiple of their
+    # interval, named by the env steps trained then.
     eval_interval: int = 0  # env steps between greedy evaluations; 0: none
     eval_episodes: int = 32  # episodes per evaluation
     eval_max_steps: int = 10_000  # per-episode step cap for envs without a time limit
@@ -120,7 +123,9 @@ class RunConfig:
     wandb_project: str | None = None  # log to Weights & Biases (the wandb extra) when set
     wandb_entity: str | None = None
     wandb_mode: Literal["online", "offline"] = "online"  # offline: files only, no network
-    progress: bool = True  # a status line with steps, SPS, return, elapsed time and ETA
+    # A status line with steps, SPS, return, elapsed time and ETA, and the start-up line
+    # saying where the config came from (the preset chosen, a config file, a resume).
+    progress: bool = True
     # JAX's persistent compilation cache, so a rerun or a resume loads its compiled
     # programs instead of compiling them again: a folder; "auto":
     # $JAX_COMPILATION_CACHE_DIR, else $XDG_CACHE_HOME/podracer/jax (~/.cache/...);

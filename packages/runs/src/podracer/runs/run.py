@@ -273,6 +273,9 @@ class Run:
         self._signals.__enter__()
         if config.video_interval:
             _check_renders(spec, type(config).__name__)
+            from podracer.runs.video import check_video_extra
+
+            check_video_extra()
         if self.is_writer:
             self.dir.write_config({"runtime": self.runtime, **config.to_json()})
             # What ran: the first start's in provenance.json, each resume's in its record.

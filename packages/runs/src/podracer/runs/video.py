@@ -22,14 +22,23 @@ FPS = 30
 RECORD_STEPS = 1000  # the longest episode recorded for envs without a time limit
 
 
-def write_video(path: str | os.PathLike, frames: np.ndarray, fps: int = FPS) -> str:
-    """Writes frames `[T, H, W, 3]` uint8 to `path` (.mp4: H.264, .gif: a looping GIF)."""
+def check_video_extra() -> None:
+    """Fails in one line unless the video extra (imageio, imageio-ffmpeg) imports: called
+    before anything trains or plays, so a missing extra loses no work."""
     try:
-        import imageio.v3 as iio
+        import imageio.v3  # noqa: F401
+        import imageio_ffmpeg  # noqa: F401
     except ImportError:
         raise ConfigError(
             "videos need the video extra: " + install_command("podracer-runs", "video")
         ) from None
+
+
+def write_video(path: str | os.PathLike, frames: np.ndarray, fps: int = FPS) -> str:
+    """Writes frames `[T, H, W, 3]` uint8 to `path` (.mp4: H.264, .gif: a looping GIF)."""
+    check_video_extra()
+    import imageio.v3 as iio
+
     path = os.fspath(path)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = f"{path}.tmp{os.path.splitext(path)[1]}"  # a reader never sees half a file

@@ -29,7 +29,8 @@ _EXTRAS = {"matplotlib": "plot", "rliable": "plot", "pandas": "plot", "imageio":
 
 def _usage() -> str:
     lines = ["usage: podracer COMMAND [ARGS ...]", "", "commands:"]
-    lines += [f"  {name:<8} {doc}" for name, (_, doc) in _COMMANDS.items()]
+    width = max(map(len, _COMMANDS))
+    lines += [f"  {name:<{width}}  {doc}" for name, (_, doc) in _COMMANDS.items()]
     lines += ["", "`podracer COMMAND --help` shows a command's own flags."]
     return "\n".join(lines)
 

@@ -196,6 +196,10 @@ def main(argv: list[str] | None = None) -> int:
     from podracer.runs.checkpoint import CheckpointError
 
     try:
+        if args.video:  # before the checkpoint loads and the episodes play
+            from podracer.runs.video import check_video_extra
+
+            check_video_extra()
         records = evaluate(args.source, args.env, args.episodes, not args.sampled,
                            args.max_steps, args.seed, args.video, args.runs_root,
                            args.trust_code)  # fmt: skip
