@@ -1,7 +1,9 @@
 """Presets: per agent and task family, a config that learns, for both runtimes.
 
 A preset is one agent config, the same on Anakin and Sebulba (the same flags mean the
-same agent), and a line saying where its numbers come from. It is named for a task
+same agent), and a line saying what it is (where its settings come from). What each
+preset reached, and what was tried on the way, is kept with the measurements in the
+repository's `benchmarks/results/presets.md`. It is named for a task
 family (`podracer.envs.env_family`: catch, classic, control, minatar, atari, mujoco,
 brax) or, where one task of a family wants its own, for that task (the env's name
 without its backend: `Acrobot-v1`). The sizes that go with it (batch, rollout length,
@@ -27,7 +29,7 @@ from podracer.agents.validation import ConfigError
 
 class Preset(NamedTuple):
     agent_config: Any  # the agent's hyperparameters
-    source: str  # one line: where the numbers come from
+    source: str  # one line: what it is, where its settings come from
 
 
 PRESETS: dict[tuple[str, str], Preset] = {}  # (agent, family or task) -> preset
@@ -86,32 +88,29 @@ _CLASSIC_IMPALA = ImpalaConfig(learning_rate=1e-3, separate_critic=True, max_gra
 
 register_preset("qlambda", "catch", Preset(
     QLambdaConfig(),
-    "the Podracer paper's Catch demo layout (128 envs x 16 steps); lr 1e-3 learns it in ~2e5 "
-    "steps (tests/test_learning)",
+    "the Podracer paper's Catch demo layout (128 envs x 16 steps), lr 1e-3",
 ))  # fmt: skip
 register_preset("ppo", "catch", Preset(
     PPOConfig(learning_rate=1e-3, anneal_lr=False),
-    "return > 0.9 within 4e5 steps on Anakin (packages/anakin/tests/test_learning.py)",
+    "lr 1e-3, not annealed",
 ))  # fmt: skip
 register_preset("impala", "catch", Preset(
     ImpalaConfig(learning_rate=2e-3),
-    "return > 0.9 within 2e5 steps on both runtimes (tests/test_anakin_sebulba.py)",
+    "lr 2e-3",
 ))  # fmt: skip
 register_preset("ppo", "classic", Preset(
     _PUREJAXRL_PPO,
     "PureJaxRL's CartPole PPO (4 envs x 128 steps, 4 epochs x 4 minibatches, lr 2.5e-4 "
-    "annealed): 500 at 5e5 steps",
+    "annealed)",
 ))  # fmt: skip
 register_preset("impala", "classic", Preset(
     _CLASSIC_IMPALA,
-    "lr 1e-3, a separate critic and clip 0.5 reached 500 on envpool CartPole within 5e5 "
-    "steps (3 seeds of 3); the defaults stalled near 150-250",
+    "lr 1e-3, a separate critic, gradients clipped at 0.5",
 ))  # fmt: skip
 register_preset("ppo", "Acrobot-v1", Preset(
     PPOConfig(learning_rate=5e-4, anneal_lr=False, max_grad_norm=1.0, activation="relu"),
-    "gymnax-blines' Acrobot PPO (16 envs x 32 steps, 4 epochs x 4 minibatches, lr 5e-4, "
-    "MLP 64x64 relu, grad norm 1.0): Anakin IQM over 5 seeds at 5e5 steps training -81.5, "
-    "greedy -79.3 (the classic preset: -83.4, -84.0)",
+    "gymnax-blines' Acrobot PPO (16 envs x 32 steps, 4 epochs x 4 minibatches, lr 5e-4, MLP "
+    "64x64 relu, grad norm 1.0)",
 ))  # fmt: skip
 # MuZero's defaults with twice the replay ratio: 4 updates per rollout (each sequence
 # replayed ~4x). With the defaults' 2, Catch was still learning at 4e5 steps (greedy
@@ -122,13 +121,11 @@ _CATCH_MUZERO = MuZeroConfig(
 
 register_preset("muzero", "catch", Preset(
     _CATCH_MUZERO,
-    "32 envs x 16 steps, 4 replay updates per rollout: greedy 1.0 over 100 episodes on 5 "
-    "seeds of 5 at 4e5 steps on Anakin (README)",
+    "32 envs x 16 steps, 4 replay updates per rollout",
 ))  # fmt: skip
 register_preset("muzero", "classic", Preset(
     MuZeroConfig(),
-    "greedy 475 on gymnax CartPole at ~4.6e5 steps on Anakin, 500 at 1e6 on Sebulba "
-    "(benchmarks/muzero.py)",
+    "MuZero's defaults",
 ))  # fmt: skip
 # Acrobot pays -1 on every step until the goal, and random play finds it too rarely for
 # the value to learn anything: random network distillation's bonus (weight 10) leads the
@@ -141,9 +138,7 @@ _MUZERO_ACROBOT = MuZeroConfig(
 register_preset("muzero", "Acrobot-v1", Preset(
     _MUZERO_ACROBOT,
     "the classic preset with a novelty bonus of 10 fading over 60% of the run and 8 replay "
-    "updates per rollout: Anakin training -94.9 / -90.5 / -95.5, greedy -78.2 / -82.0 / "
-    "-86.4 at 1e6 steps (seeds 0-2; every variant without the bonus stayed near -500) "
-    "(benchmarks/results/muzero_tuning.md)",
+    "updates per rollout",
 ))  # fmt: skip
 # MountainCar pays -1 per step too, but the predictor learns its two-dimensional
 # observations within a few updates: over the all-time error scale the bonus vanishes,
@@ -151,10 +146,7 @@ register_preset("muzero", "Acrobot-v1", Preset(
 # fades over 60% of the run like Acrobot's, after which the goal is what the value seeks.
 register_preset("muzero", "MountainCar-v0", Preset(
     dataclasses.replace(_MUZERO_ACROBOT, novelty_window=50_000.0),
-    "Acrobot's preset with the bonus's scale over the last 5e4 errors: Anakin training "
-    "-117.9 / -126.3 / -125.3, greedy -102.3 / -102.9 / -99.1 at 1e6 steps (seeds 0-2; "
-    "over all errors the bonus vanished and every seed stayed at -200) "
-    "(benchmarks/results/muzero_tuning.md)",
+    "Acrobot's preset with the bonus's scale over the last 5e4 errors",
 ))  # fmt: skip
 # IMPALA on MountainCar: the same bonus (10, fading over 60% of the run, its scale over
 # the last 5e4 errors) on the classic preset, with APPO's reuse (the clipped surrogate of
@@ -165,33 +157,27 @@ register_preset("impala", "MountainCar-v0", Preset(
     dataclasses.replace(_CLASSIC_IMPALA, clip_eps=0.2, num_epochs=4, num_minibatches=4,
                         novelty_weight=10.0, novelty_fade=0.6, novelty_window=50_000.0),
     "the classic preset as APPO (clip 0.2, 4 epochs x 4 minibatches) with MuZero's "
-    "MountainCar bonus (10 fading over 60% of the run, scale over the last 5e4 errors): "
-    "Sebulba (16 envs x 32 steps) training -114.7 / -118.6 / -117.8, greedy -107.2 / -117.4 "
-    "/ -116.3 at 1e6 steps (seeds 0-2), Anakin greedy -107.0 (seed 0); without the bonus, "
-    "or as IMPALA, -200 (benchmarks/results/sebulba_mountaincar.md)",
+    "MountainCar bonus (10 fading over 60% of the run, scale over the last 5e4 errors)",
 ))  # fmt: skip
 register_preset("ppo", "minatar", Preset(
     PPOConfig(learning_rate=5e-3, num_epochs=4, num_minibatches=8, hidden_sizes=(64, 64),
               activation="relu", separate_critic=True),
     "PureJaxRL's MinAtar PPO (64 envs x 128 steps, 4 epochs x 8 minibatches, MLP 64x64 relu, "
-    "lr 5e-3 annealed): Breakout-MinAtar 57.7 at 1e7 steps (one seed)",
+    "lr 5e-3 annealed)",
 ))  # fmt: skip
 register_preset("impala", "minatar", Preset(
     ImpalaConfig(learning_rate=5e-3, anneal_lr=True, lambda_=0.95, max_grad_norm=0.5,
                  num_epochs=4, num_minibatches=8, clip_eps=0.2, hidden_sizes=(64, 64),
                  activation="relu", separate_critic=True),
-    "APPO (V-trace lambda 0.95, the clipped surrogate) with PPO's MinAtar settings, its 4 "
-    "epochs x 8 minibatches of whole sequences: Breakout-MinAtar training IQM 84.8 at 1e7 "
-    "steps (3 seeds; lr 1e-3: 7-17 at 2e6, IMPALA's one step per batch plateaus near 6)",
+    "APPO (V-trace lambda 0.95, the clipped surrogate) with PPO's MinAtar settings, 4 epochs "
+    "x 8 minibatches of whole sequences",
 ))  # fmt: skip
 register_preset("muzero", "minatar", Preset(
     MuZeroConfig(torso="minatar_cnn", latent_norm="layer_norm", learning_rate=3e-3,
                  exploration_epsilon=0.02,
                  replay=dataclasses.replace(MuZeroConfig().replay, updates_per_rollout=4)),
-    "the MinAtar CNN as representation, its latent layer-normalised, 64 envs x 16 steps, "
-    "4 replay updates per rollout, lr 3e-3, 2% random actions: Breakout-MinAtar 25.9 / "
-    "26.4 / 18.7 at 1e7 steps, greedy 36.7 / 60.4 / 25.8 (seeds 0-2; the min-max latent: "
-    "8.1 / 7.3 / 8.8 at 3e6 against 14.9 / 17.6 / 14.6) (benchmarks/results/muzero_tuning.md)",
+    "the MinAtar CNN as representation, its latent layer-normalised, 64 envs x 16 steps, 4 "
+    "replay updates per rollout, lr 3e-3, 2% random actions",
 ))  # fmt: skip
 register_preset("impala", "atari", Preset(
     ImpalaConfig(torso="nature_cnn", learning_rate=6e-4, entropy_cost=0.01, max_grad_norm=40.0),
@@ -199,8 +185,8 @@ register_preset("impala", "atari", Preset(
 ))  # fmt: skip
 register_preset("pqn", "minatar", Preset(
     PQNConfig(torso="minatar_cnn"),
-    "PQN's published MinAtar settings (purejaxql pqn_minatar.yaml): 128 envs x 32 steps, "
-    "2 epochs x 32 minibatches, MinAtar CNN with LayerNorm, RAdam 5e-4 annealed",
+    "PQN's published MinAtar settings (purejaxql pqn_minatar.yaml): 128 envs x 32 steps, 2 "
+    "epochs x 32 minibatches, MinAtar CNN with LayerNorm, RAdam 5e-4 annealed",
 ))  # fmt: skip
 _CLASSIC_PQN = PQNConfig(learning_rate=1e-4, lambda_=0.95, reward_scale=0.1, epsilon=0.2,
                          epsilon_decay=0.2, num_epochs=4, num_minibatches=16,
@@ -212,13 +198,11 @@ register_preset("pqn", "classic", Preset(
 ))  # fmt: skip
 register_preset("pqn", "MountainCar-v0", Preset(
     dataclasses.replace(_CLASSIC_PQN, learning_rate=1e-3, epsilon=0.05),
-    "the classic PQN preset with lr 1e-3 and a final epsilon of 0.05 (tried beside 1e-4 / "
-    "0.2 and 3e-3): greedy IQM over 5 seeds at 5e5 steps -115.4, the classic one -145.8",
+    "the classic PQN preset with lr 1e-3 and a final epsilon of 0.05",
 ))  # fmt: skip
 register_preset("pqn", "catch", Preset(
     PQNConfig(num_minibatches=4, hidden_sizes=(256,)),
-    "the Catch demo layout with PQN's other settings, 4 minibatches: training return 0.89 "
-    "at 4.1e5 steps on Anakin (epsilon 0.05; packages/anakin/tests/test_learning.py)",
+    "the Catch demo layout with PQN's other settings, 4 minibatches",
 ))  # fmt: skip
 
 # Continuous control: a Gaussian policy (CleanRL's state-independent log-std, samples
@@ -228,17 +212,14 @@ _CONTROL_PPO = PPOConfig(learning_rate=5e-4, max_grad_norm=1.0, entropy_cost=0.0
 register_preset("ppo", "control", Preset(
     _CONTROL_PPO,
     "gymnax-blines' Pendulum/MountainCarContinuous PPO (32 envs x 16 steps, 4 epochs x 4 "
-    "minibatches, lr 5e-4, clip 1.0, 1e6 steps) with annealing and obs/value normalisation: "
-    "Pendulum -171.5, MountainCarContinuous 93.7 on Anakin at 1e6 (3 seeds; "
-    "benchmarks/continuous.py)",
+    "minibatches, lr 5e-4, clip 1.0) with annealing and obs/value normalisation",
 ))  # fmt: skip
 register_preset("ppo", "mujoco", Preset(
     PPOConfig(learning_rate=3e-4, max_grad_norm=0.5, entropy_cost=0.0, num_epochs=10,
               num_minibatches=32, normalize_observations=True, normalize_values=True),
-    "CleanRL's ppo_continuous_action (2048 steps per update, 10 epochs x 32 minibatches, lr "
-    "3e-4 annealed, no entropy bonus, obs normalisation; values normalised for its reward "
-    "scaling) as 8 envs x 256 steps: HalfCheetah-v4 1975 at 1e6 steps (3 seeds; "
-    "benchmarks/continuous.py)",
+    "CleanRL's ppo_continuous_action (10 epochs x 32 minibatches, lr 3e-4 annealed, no "
+    "entropy bonus, obs normalisation; values normalised for its reward scaling) as 8 envs x "
+    "256 steps",
 ))  # fmt: skip
 # Sampled MuZero on bounded continuous control: a value support for returns of a few
 # hundred to ~2,600 (Pendulum's reach -1,600 at gamma 0.99; the default covers ~110), 8
@@ -256,12 +237,10 @@ _CONTROL_MUZERO = MuZeroConfig(
 register_preset("muzero", "control", Preset(
     _CONTROL_MUZERO,
     "Sampled MuZero, 8 samples x 16 simulations, 8 envs x 16 steps, 8 replay updates of 64 "
-    "sequences per rollout: Pendulum greedy -141.0 / -133.7 / -161.7 (100 episodes) at 2.56e5 "
-    "steps on Anakin (3 seeds; benchmarks/results/muzero_tuning.md)",
+    "sequences per rollout",
 ))  # fmt: skip
 register_preset("impala", "control", Preset(
     ImpalaConfig(learning_rate=1e-3, max_grad_norm=0.5, entropy_cost=0.0, separate_critic=True,
                  normalize_observations=True, normalize_values=True),
-    "the classic IMPALA preset with obs/value normalisation and no entropy bonus: Pendulum "
-    "-263 at 1e6 steps on Anakin (one seed; benchmarks/continuous.py)",
+    "the classic IMPALA preset with obs/value normalisation and no entropy bonus",
 ))  # fmt: skip
