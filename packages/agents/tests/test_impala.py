@@ -16,7 +16,7 @@ CONFIG = ImpalaConfig(
     gamma=0.9,
     lambda_=0.8,
     entropy_cost=0.05,
-    baseline_cost=0.5,
+    value_cost=0.5,
     clip_rho_threshold=1.0,
     clip_pg_rho_threshold=1.5,
     torso="mlp",
@@ -82,7 +82,7 @@ def test_loss_matches_numpy_vtrace(
     )
     np.testing.assert_allclose(
         loss,
-        pg + CONFIG.baseline_cost * baseline - CONFIG.entropy_cost * entropy,
+        pg + CONFIG.value_cost * baseline - CONFIG.entropy_cost * entropy,
         rtol=1e-4,
         atol=1e-6,
     )
@@ -98,7 +98,7 @@ def test_loss_matches_numpy_vtrace(
         ent = -jnp.sum(jnp.exp(lp) * lp, -1)
         return (
             -mean(logp * jnp.asarray(adv, jnp.float32))
-            + CONFIG.baseline_cost * 0.5 * mean(jnp.square(jnp.asarray(vs, jnp.float32) - v))
+            + CONFIG.value_cost * 0.5 * mean(jnp.square(jnp.asarray(vs, jnp.float32) - v))
             - CONFIG.entropy_cost * mean(ent)
         )
 

@@ -48,3 +48,21 @@ def test_on_row_gets_each_row_as_it_is_logged(tmp_path):
             run.log({"charts/episodic_return": 1.0})
     assert [r["env_steps"] for r in rows] == [10, 20, 30]
     assert rows == run.history and rows[0] is not run.history[0]
+
+
+def test_a_stored_config_s_renamed_field_reads_as_its_present_name():
+    """IMPALA's `baseline_cost` is `value_cost` now: runs written before load, resume and
+    compare as the same config."""
+    from podracer.runs.config import changed_fields
+    from podracer.runs.config import config_from_json
+
+    config = RunConfig(agent="impala", agent_config=ImpalaConfig(value_cost=0.25))
+    stored = config.to_json()
+    old = {("baseline_cost" if k == "value_cost" else k): v
+           for k, v in stored["agent_config"].items()}  # fmt: skip
+    stored = {**stored, "agent_config": old}
+    assert config_from_json(RunConfig, stored).agent_config.value_cost == 0.25
+    assert changed_fields(stored, config) == {}
+    both = {**stored, "agent_config": {**old, "value_cost": 0.5}}
+    with pytest.raises(ConfigError, match="both 'baseline_cost' and its present name"):
+        config_from_json(RunConfig, both)

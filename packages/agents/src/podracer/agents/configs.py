@@ -182,13 +182,16 @@ class ImpalaConfig(_Minibatched):
     reuse, APPO (V-trace targets, PPO's clipped surrogate)."""
 
     _loss_along_sequences: ClassVar[bool] = True
+    # Fields named otherwise by earlier versions: a stored config's old name reads as
+    # the new one (`podracer.runs.config.config_from_json`).
+    RENAMED: ClassVar[dict[str, str]] = {"baseline_cost": "value_cost"}
 
     learning_rate: float = 6e-4
     anneal_lr: bool = False  # linearly to 0 over the run's updates
     gamma: float = 0.99
     lambda_: float = 1.0  # V-trace lambda (the paper's c-bar trace coefficient scale)
     entropy_cost: float = 0.01
-    baseline_cost: float = 0.5
+    value_cost: float = 0.5  # the value (baseline) loss's weight, as PPO's and MuZero's
     clip_rho_threshold: float = 1.0
     clip_pg_rho_threshold: float = 1.0
     max_grad_norm: float | None = 40.0
@@ -221,7 +224,7 @@ class ImpalaConfig(_Minibatched):
     normalize_observations: bool = False
     observation_clip: float = 10.0
     # The critic predicts values normalised by the running mean and variance of the
-    # V-trace targets (kept in the params); the baseline loss is in those units.
+    # V-trace targets (kept in the params); the value loss is in those units.
     normalize_values: bool = False
     # Random network distillation's novelty bonus, as MuZero's (`podracer.agents.novelty`;
     # 0: off): this weight times the predictor's normalised error on the observation each
@@ -240,7 +243,7 @@ class ImpalaConfig(_Minibatched):
         check_range(self, "gamma", 0.0, 1.0)
         check_range(self, "lambda_", 0.0, 1.0)
         check_range(self, "entropy_cost", 0.0, float("inf"))
-        check_range(self, "baseline_cost", 0.0, float("inf"))
+        check_range(self, "value_cost", 0.0, float("inf"))
         check_range(self, "novelty_weight", 0.0, float("inf"))
         check_range(self, "novelty_fade", 0.0, 1.0)
         check_range(self, "novelty_window", 0.0, float("inf"))

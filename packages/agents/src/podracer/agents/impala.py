@@ -122,13 +122,13 @@ def impala_loss(
     value_tm1, target_tm1 = values[:-1], vt.value_target
     if config.normalize_values:  # the loss in normalised units
         value_tm1, target_tm1 = (normalize(params[VALUE_KEY], v) for v in (value_tm1, target_tm1))
-    baseline_loss = 0.5 * masked_mean(jnp.square(target_tm1 - value_tm1), bounds.mask)
+    value_loss = 0.5 * masked_mean(jnp.square(target_tm1 - value_tm1), bounds.mask)
     entropy = masked_mean(ac.policy.entropy(dist_tm1), bounds.mask)
-    total = pg_loss + config.baseline_cost * baseline_loss - config.entropy_cost * entropy
+    total = pg_loss + config.value_cost * value_loss - config.entropy_cost * entropy
     metrics = {
         "losses/total": total,
         "losses/policy": pg_loss,
-        "losses/value": baseline_loss,
+        "losses/value": value_loss,
         "losses/entropy": entropy,
         "agent/rho_mean": masked_mean(rho_tm1, bounds.mask),
         "agent/value_mean": masked_mean(values[:-1], bounds.mask),

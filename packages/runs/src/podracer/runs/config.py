@@ -409,11 +409,27 @@ def changed_fields(stored: dict[str, Any], config: RunConfig) -> dict[str, tuple
             continue
         old_value, new_value = stored.get(name), new.get(name)
         if name == "agent_config" and isinstance(old_value, dict) and isinstance(new_value, dict):
+            old_value = renamed_fields(type(config.agent_config), old_value, "stored config")
             for sub in sorted(old_value):
                 if _canonical(old_value[sub]) != _canonical(new_value.get(sub)):
                     out[f"agent_config.{sub}"] = (old_value[sub], new_value.get(sub))
         elif _canonical(old_value) != _canonical(new_value):
             out[name] = (old_value, new_value)
+    return out
+
+
+def renamed_fields(cls: type, data: dict[str, Any], owner: str) -> dict[str, Any]:
+    """`data` (a stored `cls` config) with the fields `cls.RENAMED` maps from an earlier
+    name under their present one, so that runs of earlier versions load and resume."""
+    renamed = getattr(cls, "RENAMED", None) or {}
+    if not any(old in data for old in renamed):
+        return data
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = renamed.get(key, key)
+        if name != key and name in data:
+            raise ConfigError(f"{owner} has both {key!r} and its present name {name!r}")
+        out[name] = value
     return out
 
 
@@ -441,6 +457,7 @@ def config_from_json(
     if issubclass(cls, RunConfig):
         register_sources(data, owner, trust_code, typed)
         data = {k: v for k, v in data.items() if k not in ("sources", "trust_code")}
+    data = renamed_fields(cls, data, owner)
     hints = typing.get_type_hints(cls)
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - names)
