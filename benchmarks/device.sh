@@ -82,15 +82,18 @@ for part in $parts; do
   ale-pong)  # IMPALA on ale-py Pong for PONG_SECONDS (default 180) a call; a later call
     # (the run dir still there) continues it with --resume, so a long run fits commands of
     # under 10 minutes. Actors on the chip (on the host CPU the Nature CNN took 80% of a
-    # rollout); 2 epochs of 4 minibatches per batch, since the learner idles 90% of the
-    # time at one step per batch (one step per batch: -20.2 after 3.4M agent steps).
+    # rollout). As APPO with CleanRL's PPO Atari settings (clip 0.1, lr 2.5e-4, grad norm
+    # 0.5, lambda 0.95) and 2 epochs x 4 minibatches per batch: at IMPALA's one step per
+    # batch the learner idled 90% of the time and Pong stayed at -20.2 after 3.4M agent
+    # steps (2026-12-06b).
     # Curve: `podracer plot runs/tpu-pong-impala`.
     if [ -d runs/tpu-pong-impala ]; then
       run $((pong_s + 120)) bash -c "$sebulba --resume --run-name tpu-pong-impala \
         --max-wall-seconds $pong_s --no-progress"
     else
       run $((pong_s + 120)) bash -c "$sebulba --env ale:Pong --agent impala \
-        --impala.num-epochs 2 --impala.num-minibatches 4 \
+        --impala.num-epochs 2 --impala.num-minibatches 4 --impala.clip-eps 0.1 \
+        --impala.learning-rate 2.5e-4 --impala.max-grad-norm 0.5 --impala.lambda_ 0.95 \
         --envs-per-thread 64 --actor-threads-per-device 3 --async-envs \
         --env-kwargs '{\"num_threads\": 2}' --total-env-steps 50000000 \
         --max-wall-seconds $pong_s --run-name tpu-pong-impala --no-progress"
