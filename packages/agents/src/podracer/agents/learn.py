@@ -8,6 +8,7 @@ same way for both runtimes, so learning-rate schedules anneal alike.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -160,24 +161,7 @@ def minibatch_update(
         def gradient(params, minibatch):
             if num_microbatches == 1:
                 return grad_fn(params, minibatch)
-            part = jax.tree.leaves(minibatch)[0].shape[axis]
-            if part % num_microbatches:
-                what = "time steps" if axis == 0 else "envs"
-                raise ValueError(f"num_microbatches ({num_microbatches}) must divide each "
-                                 f"minibatch's {what} ({part})")  # fmt: skip
-
-            def slices(x):  # [.., n, ..] -> [k, .., n / k, ..] along `axis`
-                x = x.reshape(x.shape[:axis] + (num_microbatches, -1) + x.shape[axis + 1 :])
-                return jnp.moveaxis(x, axis, 0)
-
-            def add(total, piece):
-                return jax.tree.map(jnp.add, total, grad_fn(params, piece)), None
-
-            pieces = jax.tree.map(slices, minibatch)
-            first = jax.tree.map(lambda x: x[0], pieces)
-            zeros = jax.tree.map(jnp.zeros_like, jax.eval_shape(grad_fn, params, first))
-            total, _ = jax.lax.scan(add, zeros, pieces)
-            return jax.tree.map(lambda x: x / num_microbatches, total)
+            return sliced_gradient(grad_fn, params, minibatch, num_microbatches, axis)
 
         def minibatch_step(carry, minibatch):
             params, opt_state = carry
@@ -187,13 +171,6 @@ def minibatch_update(
             metrics["losses/grad_norm"] = optax.tree.norm(grads)
             return (optax.apply_updates(params, updates), opt_state), metrics
 
-        def by_time(x, order):  # [T, ...] -> [M, T / M, ...]
-            return x[order].reshape((num_minibatches, -1) + x.shape[1:])
-
-        def by_envs(x, order):  # [T, B, ...] -> [M, T, B / M, ...], minibatch m = class order[m]
-            classes = x.reshape((x.shape[0], -1, num_minibatches) + x.shape[2:])
-            return jnp.moveaxis(jnp.take(classes, order, axis=2), 2, 0)
-
         def epoch(carry, epoch_key):
             if num_minibatches == 1:  # the whole batch: its order cannot change a mean
                 # A shuffle would be a gather of every observation, which an accelerator
@@ -202,10 +179,10 @@ def minibatch_update(
                 minibatches = jax.tree.map(lambda x: x[None], batch)
             elif split == "time":
                 order = jax.random.permutation(epoch_key, size)
-                minibatches = jax.tree.map(lambda x: by_time(x, order), batch)
+                minibatches = jax.tree.map(lambda x: _by_time(x, order, num_minibatches), batch)
             else:
                 order = jax.random.permutation(epoch_key, num_minibatches)
-                minibatches = jax.tree.map(lambda x: by_envs(x, order), batch)
+                minibatches = jax.tree.map(lambda x: _by_envs(x, order, num_minibatches), batch)
             return jax.lax.scan(minibatch_step, carry, minibatches)
 
         keys = jax.random.split(key, num_epochs)
@@ -213,6 +190,39 @@ def minibatch_update(
         return params, opt_state, jax.tree.map(jnp.mean, metrics)
 
     return update
+
+
+def _by_time(x, order, num_minibatches):  # [T, ...] -> [M, T / M, ...]
+    return x[order].reshape((num_minibatches, -1) + x.shape[1:])
+
+
+def _by_envs(x, order, num_minibatches):  # [T, B, ...] -> [M, T, B / M, ...]: m = class order[m]
+    classes = x.reshape((x.shape[0], -1, num_minibatches) + x.shape[2:])
+    return jnp.moveaxis(jnp.take(classes, order, axis=2), 2, 0)
+
+
+def sliced_gradient(grad_fn, params, minibatch, num_slices: int, axis: int):
+    """`grad_fn(params, minibatch) -> (grads, metrics)` as the mean over `num_slices`
+    equal slices of `minibatch` along `axis` (0: time, 1: envs), one `lax.scan` step each:
+    the backward pass holds one slice's activations (`minibatch_update`'s microbatches)."""
+    part = jax.tree.leaves(minibatch)[0].shape[axis]
+    if part % num_slices:
+        what = "time steps" if axis == 0 else "envs"
+        raise ValueError(f"num_microbatches ({num_slices}) must divide each minibatch's "
+                         f"{what} ({part})")  # fmt: skip
+
+    def slices(x):  # [.., n, ..] -> [k, .., n / k, ..] along `axis`
+        x = x.reshape(x.shape[:axis] + (num_slices, -1) + x.shape[axis + 1 :])
+        return jnp.moveaxis(x, axis, 0)
+
+    def add(total, piece):
+        return jax.tree.map(jnp.add, total, grad_fn(params, piece)), None
+
+    pieces = jax.tree.map(slices, minibatch)
+    first = jax.tree.map(lambda x: x[0], pieces)
+    zeros = jax.tree.map(jnp.zeros_like, jax.eval_shape(grad_fn, params, first))
+    total, _ = jax.lax.scan(add, zeros, pieces)
+    return jax.tree.map(lambda x: x / num_slices, total)
 
 
 def make_learn(
@@ -243,9 +253,7 @@ def make_learn(
     (`agent.learning_rate`), the learning rate its update took (`LEARNING_RATE`).
     """
 
-    def with_rate(losses, opt_state):  # opt_state: the update's, before it
-        rate = learning_rate_at(agent.learning_rate, opt_state)
-        return losses if rate is None else {**losses, LEARNING_RATE: rate}
+    with_rate = functools.partial(_with_rate, agent)
 
     def learn_on_trajectory(train, trajectory, replay_block):
         key, update_key = jax.random.split(train.key)
@@ -267,23 +275,7 @@ def make_learn(
         # Devices sample their own buffers with their own keys.
         replay_key = jax.random.fold_in(replay_key, jax.lax.axis_index(axis_name))
 
-        def one(carry, step_key):
-            params, opt_state, local = carry
-            sample_key, update_key = jax.random.split(step_key)
-            sample = replay.sample(local, sample_key)
-            batch = batch_major(sample.items)  # back to time-major [T+1, S]
-            weights = jnp.broadcast_to(sample.weights, batch.action.shape[:2])  # [T+1, S]
-            batch = batch._replace(extras={**batch.extras, "replay_weight": weights})
-            before = opt_state
-            params, opt_state, losses = agent.update(
-                params, opt_state, batch, update_key, reduce_grads=reduce_grads
-            )
-            losses = with_rate(losses, before)
-            if config.prioritised:
-                priorities = jax.lax.stop_gradient(agent.priority(params, batch))
-                local = replay.update_priorities(local, sample.indices, priorities)
-            return (params, opt_state, local), losses
-
+        one = _replay_update(agent, replay, reduce_grads)
         carry = (train.params, train.opt_state, local)
         step_keys = jax.random.split(replay_key, config.updates_per_rollout)
         if scan_updates:
@@ -303,3 +295,33 @@ def make_learn(
         return train, losses, jax.tree.map(lambda x: x[None], local)
 
     return learn_from_replay
+
+
+def _with_rate(agent, losses, opt_state):
+    """`losses` with the learning rate of the update that started from `opt_state`."""
+    rate = learning_rate_at(agent.learning_rate, opt_state)
+    return losses if rate is None else {**losses, LEARNING_RATE: rate}
+
+
+def _replay_update(agent, replay, reduce_grads):
+    """One replay update, `(params, opt_state, local buffer), key -> (..., losses)`: sample
+    sequences, weight them by importance, update, refresh their priorities."""
+
+    def one(carry, step_key):
+        params, opt_state, local = carry
+        sample_key, update_key = jax.random.split(step_key)
+        sample = replay.sample(local, sample_key)
+        batch = batch_major(sample.items)  # back to time-major [T+1, S]
+        weights = jnp.broadcast_to(sample.weights, batch.action.shape[:2])  # [T+1, S]
+        batch = batch._replace(extras={**batch.extras, "replay_weight": weights})
+        before = opt_state
+        params, opt_state, losses = agent.update(
+            params, opt_state, batch, update_key, reduce_grads=reduce_grads
+        )
+        losses = _with_rate(agent, losses, before)
+        if agent.replay.prioritised:
+            priorities = jax.lax.stop_gradient(agent.priority(params, batch))
+            local = replay.update_priorities(local, sample.indices, priorities)
+        return (params, opt_state, local), losses
+
+    return one
