@@ -292,6 +292,29 @@ def _check_options(name: str, o: AtariOptions) -> None:
         raise ValueError(f"{name}: repeat_action_probability must be in [0, 1], got {p!r}")
 
 
+def _check_batch(name: str, num_envs: int, batch_size: int | None) -> int:
+    num_envs = check_sizes(num_envs, None)
+    if batch_size is not None and check_sizes(num_envs, batch_size) != num_envs:
+        raise ValueError(
+            f"{name}: batch_size={batch_size} < num_envs={num_envs}, but the adapter steps all "
+            f"of ale-py's envs at once: use batch_size=num_envs (Sebulba's async_envs overlaps "
+            f"two envs instead)"
+        )
+    return num_envs
+
+
+def _options(name: str, atari: Any, atari_kwargs: dict[str, Any]) -> AtariOptions:
+    """`atari` (or the defaults) with `atari_kwargs` over it, every field checked."""
+    unknown = sorted(set(atari_kwargs) - set(_ATARI_FIELDS))
+    if unknown:
+        raise ValueError(f"{name} has no options {unknown}; allowed: {sorted(_OPTIONS)}")
+    if atari is not None and not isinstance(atari, AtariOptions):
+        raise ValueError(f"{name}: atari must be an AtariOptions or None, got {atari!r}")
+    options = dataclasses.replace(atari or AtariOptions(), **atari_kwargs)
+    _check_options(name, options)
+    return options
+
+
 def default_num_threads(num_envs: int) -> int:
     """One thread per env, up to the CPUs this process may run on."""
     try:
@@ -327,20 +350,8 @@ def make_ale(
       **atari_kwargs: `AtariOptions` fields one by one, overriding `atari`.
     """
     name = PREFIX + str(task)
-    num_envs = check_sizes(num_envs, None)
-    if batch_size is not None and check_sizes(num_envs, batch_size) != num_envs:
-        raise ValueError(
-            f"{name}: batch_size={batch_size} < num_envs={num_envs}, but the adapter steps all "
-            f"of ale-py's envs at once: use batch_size=num_envs (Sebulba's async_envs overlaps "
-            f"two envs instead)"
-        )
-    unknown = sorted(set(atari_kwargs) - set(_ATARI_FIELDS))
-    if unknown:
-        raise ValueError(f"{name} has no options {unknown}; allowed: {sorted(_OPTIONS)}")
-    if atari is not None and not isinstance(atari, AtariOptions):
-        raise ValueError(f"{name}: atari must be an AtariOptions or None, got {atari!r}")
-    options = dataclasses.replace(atari or AtariOptions(), **atari_kwargs)
-    _check_options(name, options)
+    num_envs = _check_batch(name, num_envs, batch_size)
+    options = _options(name, atari, atari_kwargs)
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
         raise ValueError(f"{name}: seed must be an int >= 0, got {seed!r}")
     if seed + num_envs > 2**31:
