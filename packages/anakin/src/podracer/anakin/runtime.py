@@ -323,24 +323,8 @@ def make_chunk(
     With `num_seeds > 1` the chunk is vmapped over the state's leading member axis (one
     program trains every seed, or every member of a sweep with `swept`; metrics get a
     leading `[S]` axis)."""
-    pmean = pmean_flat(AXIS)  # one all-reduce for all gradients and metrics
     agent_of, values = _members(agent, swept, num_seeds)
-
-    def one_update(state: RunnerState, agent: Agent):
-        rollout = make_rollout(agent, env, rollout_length, flat_carry=True)
-        learn = make_learn(agent, mesh.size, AXIS, pmean, scan_updates=True)
-        trajectory, (env_state, timestep, env_key, core) = rollout(
-            state.train.params, state.env_state, state.timestep, state.env_key, state.core,
-            state.train.update_step,
-        )  # fmt: skip
-        train, losses, replay_state = learn(state.train, trajectory, state.replay)
-        sums = jax.lax.psum(_episode_sums(trajectory.timestep), AXIS)
-        members = state.population
-        if isinstance(members, Population):  # PBT's score: the return since its last exploit step
-            members = members._replace(return_sum=members.return_sum + sums[0],
-                                       episode_count=members.episode_count + sums[2])  # fmt: skip
-        state = RunnerState(train, env_state, timestep, env_key, replay_state, core, members)
-        return state, ChunkMetrics(losses, *sums)
+    one_update = _one_update(env, rollout_length, mesh)
 
     def chunk(state: RunnerState, updates: jax.Array, row_ends: jax.Array, hparams):
         if isinstance(state.population, Population):  # PBT: the values exploit changes
@@ -385,6 +369,31 @@ def make_chunk(
         )(state, updates, row_ends)  # fmt: skip
 
     return _jit_with_state_shardings(compiled, mesh, num_seeds, updates_per_chunk)
+
+
+def _one_update(env: JaxEnv, rollout_length: int, mesh: Mesh):
+    """`one_update(state, agent) -> (state, ChunkMetrics)`: a rollout of `rollout_length`
+    steps of every env of this device, then the learner's step on it (gradients and the
+    episode sums reduced over the mesh's devices)."""
+    pmean = pmean_flat(AXIS)  # one all-reduce for all gradients and metrics
+
+    def one_update(state: RunnerState, agent: Agent):
+        rollout = make_rollout(agent, env, rollout_length, flat_carry=True)
+        learn = make_learn(agent, mesh.size, AXIS, pmean, scan_updates=True)
+        trajectory, (env_state, timestep, env_key, core) = rollout(
+            state.train.params, state.env_state, state.timestep, state.env_key, state.core,
+            state.train.update_step,
+        )  # fmt: skip
+        train, losses, replay_state = learn(state.train, trajectory, state.replay)
+        sums = jax.lax.psum(_episode_sums(trajectory.timestep), AXIS)
+        members = state.population
+        if isinstance(members, Population):  # PBT's score: the return since its last exploit step
+            members = members._replace(return_sum=members.return_sum + sums[0],
+                                       episode_count=members.episode_count + sums[2])  # fmt: skip
+        state = RunnerState(train, env_state, timestep, env_key, replay_state, core, members)
+        return state, ChunkMetrics(losses, *sums)
+
+    return one_update
 
 
 def _jit_with_state_shardings(fn, mesh: Mesh, num_seeds: int, updates_per_chunk: int):
