@@ -55,6 +55,27 @@ from podracer.sebulba.timing import PhaseTimer
 EnvFn = Callable[[int, int], HostEnv]
 
 
+def _evaluator(config: SebulbaConfig, agent, env_fn: EnvFn, device, cleanup):
+    """`evaluate(params) -> mean greedy return` (a list, one per seed, with several) on
+    envs of its own, seed k's seeded as the single run with seed+k's (closed by `cleanup`)."""
+    seeds, eval_envs = config.num_seeds, []
+    for k in range(seeds):
+        eval_envs.append(env_fn(config.eval_episodes, config.seed + k + 1_000_003))
+        cleanup.callback(eval_envs[-1].close)
+
+    def greedy(params, env) -> float:
+        episodes = host_episodes(agent, env, params, config.eval_max_steps, device=device)
+        return float(np.mean(episodes.returns))
+
+    def evaluate(params) -> float | list[float]:
+        if seeds == 1:
+            return greedy(params, eval_envs[0])
+        return [greedy(jax.tree.map(lambda x, k=k: x[k], params), env)
+                for k, env in enumerate(eval_envs)]  # fmt: skip
+
+    return evaluate
+
+
 def _default_env_fn(name: str, env_kwargs: dict | None = None) -> EnvFn:
     def make(num_envs: int, seed: int) -> HostEnv:
         from podracer.envs import make_host
@@ -168,22 +189,7 @@ def train(
         agent = make_agent(config.agent, spec, config.agent_config, total_updates=total_updates)
         evaluate = None
         if config.eval_interval and run.is_writer:  # process 0 evaluates
-            eval_envs = []  # seed k's as the single run with seed+k's
-            for k in range(seeds):
-                eval_envs.append(env_fn(config.eval_episodes, config.seed + k + 1_000_003))
-                cleanup.callback(eval_envs[-1].close)
-            device = actor_pool[actor_ids[0]]
-
-            def greedy(params, env) -> float:
-                episodes = host_episodes(agent, env, params, config.eval_max_steps, device=device)
-                return float(np.mean(episodes.returns))
-
-            def evaluate(params) -> float | list[float]:
-                if seeds == 1:
-                    return greedy(params, eval_envs[0])
-                return [greedy(jax.tree.map(lambda x, k=k: x[k], params), env)
-                        for k, env in enumerate(eval_envs)]  # fmt: skip
-
+            evaluate = _evaluator(config, agent, env_fn, actor_pool[actor_ids[0]], cleanup)
         mesh = global_learner_mesh(learner_ids)  # every process's learner devices
         key = seed_keys(config.seed, seeds)
         abstract = jax.eval_shape(lambda k: init_state(agent, k, mesh), key)
