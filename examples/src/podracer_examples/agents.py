@@ -69,7 +69,7 @@ def make_a2c(spec: EnvSpec, config: A2CConfig, total_updates: int | None = None)
         final = returns.final_values(lambda o, c: net.apply(params, o)[1], ts, spec.can_truncate)
         v_t = jax.lax.stop_gradient(returns.bootstrap_values(values, final, ts))
         advantage = returns.lambda_advantages(
-            jax.lax.stop_gradient(values[:-1]), v_t, bounds, config.gae_lambda
+            jax.lax.stop_gradient(values[:-1]), v_t, bounds, config.lambda_
         )
         log_probs = jax.nn.log_softmax(logits[:-1])
         taken = jnp.take_along_axis(log_probs, trajectory.action[:-1, ..., None], -1)[..., 0]

@@ -21,7 +21,7 @@ class A2CConfig:
     hidden: int = 64  # units of each of the two hidden layers
     learning_rate: float = 3e-3
     gamma: float = 0.99
-    gae_lambda: float = 0.95
+    lambda_: float = 0.95
     value_cost: float = 0.5
     entropy_cost: float = 0.01
     max_grad_norm: float = 0.5
@@ -29,7 +29,7 @@ class A2CConfig:
     def __post_init__(self) -> None:
         check_positive(self, "hidden", "learning_rate", "max_grad_norm")
         check_range(self, "gamma", 0.0, 1.0)
-        check_range(self, "gae_lambda", 0.0, 1.0)
+        check_range(self, "lambda_", 0.0, 1.0)
 
 
 A2C = AgentEntry(

@@ -25,7 +25,7 @@ from podracer.agents import QLambdaConfig
         (PPOConfig, "num_minibatches", 0),
         (PPOConfig, "num_epochs", 2.5),
         (PPOConfig, "clip_eps", -0.2),
-        (PPOConfig, "gae_lambda", 1.01),
+        (PPOConfig, "lambda_", 1.01),
         (PPOConfig, "learning_rate", "fast"),
         (PPOConfig, "torso", "bogus"),
     ],

@@ -105,7 +105,7 @@ def test_ppo_loss_matches_numpy(vector_spec, random_trajectory, ref, squash, lay
     if ts.final_observation is not None:
         final_v = reference_outputs(params, config, ts.final_observation[1:])[2]
     b = ref.bookkeeping(ts, extras["value"], final_v, config.gamma)
-    adv = ref.gae(b, config.gae_lambda)
+    adv = ref.gae(b, config.lambda_)
     target = adv + b["v"]
     m = ref.masked_mean(adv, b["mask"])
     adv_n = (adv - m) / (np.sqrt(ref.masked_mean(np.square(adv - m), b["mask"])) + 1e-8)
@@ -248,7 +248,7 @@ def test_ppo_value_statistics_include_the_targets_before_the_update(make_timeste
     ts = traj.timestep
     final_v = reference_outputs(params, agent.config, ts.final_observation[1:])[2]
     b = ref.bookkeeping(ts, np.asarray(traj.extras["value"]), final_v, agent.config.gamma)
-    targets = ref.gae(b, agent.config.gae_lambda) + b["v"]
+    targets = ref.gae(b, agent.config.lambda_) + b["v"]
     new, _, _ = jax.jit(agent.update)(params, agent.optimizer.init(params), traj,
                                       jax.random.key(0))  # fmt: skip
     expected = update_stats(VALUE_STATS, jnp.asarray(targets, jnp.float32))

@@ -17,7 +17,7 @@ from podracer.agents.surrogate import clipped_surrogate
 
 CONFIG = PPOConfig(
     gamma=0.9,
-    gae_lambda=0.8,
+    lambda_=0.8,
     clip_eps=0.2,
     entropy_cost=0.05,
     value_cost=0.5,
@@ -64,7 +64,7 @@ def test_loss_matches_numpy_ppo(agent, params, vector_spec, random_trajectory, r
     if ts.final_observation is not None:
         final_v = np.asarray(net.apply(params, ts.final_observation[1:], method=ActorCritic.value))
     b = ref.bookkeeping(ts, extras["value"], final_v, CONFIG.gamma)
-    adv = ref.gae(b, CONFIG.gae_lambda)
+    adv = ref.gae(b, CONFIG.lambda_)
     target = adv + b["v"]
     mean = ref.masked_mean(adv, b["mask"])
     std = np.sqrt(ref.masked_mean(np.square(adv - mean), b["mask"]))

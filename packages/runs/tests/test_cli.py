@@ -169,7 +169,7 @@ def test_int_flags_take_whole_numbers_as_the_readme_writes_them(capsys):
         (["--qlambda.learning-rate", "inf"], "QLambdaConfig.learning_rate must be finite"),
         (["--qlambda.learning-rate", "nan"], "QLambdaConfig.learning_rate must be finite"),
         (["--agent", "ppo", "--ppo.entropy-cost", "inf"], "PPOConfig.entropy_cost must be finite"),
-        (["--agent", "ppo", "--ppo.gae-lambda", "nan"], "PPOConfig.gae_lambda must be finite"),
+        (["--agent", "ppo", "--ppo.lambda_", "nan"], "PPOConfig.lambda_ must be finite"),
     ],
 )
 def test_non_finite_numbers_are_refused_naming_the_field(capsys, toy_train, flags, message):
@@ -283,3 +283,15 @@ def test_an_unknown_agent_flag_is_one_line_naming_what_it_may_mean(capsys, flag,
     assert str(error.value) == f"{flag.split('=')[0]} is not a flag of PPOConfig: {hint}"
     config, _ = parse("--agent", "ppo", "--ppo.no-anneal-lr", "--ppo.learning_rate", "1e-3")
     assert config.agent_config.learning_rate == 1e-3 and not config.agent_config.anneal_lr
+
+
+@pytest.mark.parametrize(
+    "agent, flag, now",
+    [("ppo", "--ppo.gae-lambda", "--ppo.lambda_"),
+     ("impala", "--impala.baseline-cost", "--impala.value-cost")],
+)  # fmt: skip
+def test_a_renamed_agent_flag_names_its_present_name(agent, flag, now):
+    with pytest.raises(ConfigError, match=f"^{flag} is now {now}$"):
+        parse("--agent", agent, flag, "0.5")
+    config, _ = parse("--agent", agent, now, "0.5")
+    assert 0.5 in dataclasses.astuple(config.agent_config)

@@ -263,10 +263,14 @@ class ImpalaConfig(_Minibatched):
 class PPOConfig(_Minibatched):
     """PPO with the clipped surrogate and GAE; defaults: PureJaxRL's CartPole settings."""
 
+    # Fields named otherwise by earlier versions: a stored config's old name reads as
+    # the new one (`podracer.runs.config.config_from_json`).
+    RENAMED: ClassVar[dict[str, str]] = {"gae_lambda": "lambda_"}
+
     learning_rate: float = 2.5e-4
     anneal_lr: bool = True  # linearly to 0 over the run's updates
     gamma: float = 0.99
-    gae_lambda: float = 0.95
+    lambda_: float = 0.95  # GAE's lambda (the lambda of every agent's lambda-returns)
     clip_eps: float = 0.2
     entropy_cost: float = 0.01
     value_cost: float = 0.5
@@ -304,7 +308,7 @@ class PPOConfig(_Minibatched):
         check_positive(self, "learning_rate", "clip_eps")
         check_int(self, "num_epochs", "num_minibatches")
         check_range(self, "gamma", 0.0, 1.0)
-        check_range(self, "gae_lambda", 0.0, 1.0)
+        check_range(self, "lambda_", 0.0, 1.0)
         check_choice(self, "torso", TORSOS)
         _check_sizes(self, "hidden_sizes")
         _check_core(self)

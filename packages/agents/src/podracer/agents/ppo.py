@@ -92,7 +92,7 @@ def ppo_batch(
         lambda o, c: ac.apply(params, o, c, method="value"), ts, can_truncate, cores
     )
     v_t = jax.lax.stop_gradient(returns.bootstrap_values(values, final_v, ts))
-    advantage = returns.lambda_advantages(values[:-1], v_t, bounds, config.gae_lambda)
+    advantage = returns.lambda_advantages(values[:-1], v_t, bounds, config.lambda_)
     return _Batch(
         ts.observation[:-1],
         ts.first[:-1],

@@ -294,6 +294,10 @@ def _check_agent_flags(argv: list[str], agent: str, config_cls: type) -> None:
         head = flag[len(group) + 3 :].split(".")[0].replace("-", "_")  # nested: its field
         if head in names or (head.startswith("no_") and head[3:] in names) or head == "help":
             continue
+        renamed = getattr(config_cls, "RENAMED", {}).get(head)
+        if renamed:  # an earlier version's name
+            new = f"--{group}.{renamed.replace('_', '-').rstrip('-')}{'_' * renamed.endswith('_')}"
+            raise ConfigError(f"{flag} is now {new}")
         close = [n for n in names if _initials(n) == head]
         close += [n for n in difflib.get_close_matches(head, names, n=3) if n not in close]
         hint = (f"did you mean {' or '.join(f'--{group}.' + n.replace('_', '-') for n in close)}?"
