@@ -30,8 +30,8 @@ from .progress import Progress as Progress
 from .provenance import package_versions as package_versions
 from .result import RunResult as RunResult
 from .result import final_return as final_return
-from .run import Restored as Restored
 from .run import Run as Run
+from .run_checkpoints import Restored as Restored
 from .signals import StopSignals as StopSignals
 from .signals import block as block
 from .writer import MetricWriter as MetricWriter

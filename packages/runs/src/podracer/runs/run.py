@@ -30,15 +30,12 @@ import sys
 import time
 from collections.abc import Callable
 from typing import Any
-from typing import NamedTuple
 
 import numpy as np
 
 from podracer.agents.validation import ConfigError
 from podracer.runs import compile_cache
 from podracer.runs import signals
-from podracer.runs.checkpoint import Checkpointer
-from podracer.runs.checkpoint import CheckpointError
 from podracer.runs.clock import RunClock
 from podracer.runs.config import RunConfig
 from podracer.runs.config import changed_fields
@@ -52,20 +49,14 @@ from podracer.runs.progress import Progress
 from podracer.runs.provenance import provenance
 from podracer.runs.result import RunResult
 from podracer.runs.result import history_return
+from podracer.runs.run_checkpoints import EVAL_METRIC
+from podracer.runs.run_checkpoints import Restored
+from podracer.runs.run_checkpoints import RunCheckpoints
+from podracer.runs.run_checkpoints import refuse_learning_changes
 from podracer.runs.signals import StopSignals
 from podracer.runs.writer import MetricWriter
 from podracer.runs.writer import check_open_files
 from podracer.runs.writer import hyperparameter_table
-
-EVAL_METRIC = "eval/episodic_return"  # what "best" checkpoints are ranked by
-
-
-class Restored(NamedTuple):
-    """What `Run.restore` found."""
-
-    train: Any  # the TrainState
-    runtime: Any  # the runtime's own state, or None
-    metadata: dict[str, Any]
 
 
 def _crossed(interval: int, before: int, after: int) -> bool:
@@ -102,8 +93,7 @@ class Run:
         self._restored_rows: int | None = None  # metric rows the restored checkpoint saw
         self._initial: str | None = None  # the checkpoint a fresh run started from
         self._recorder = None  # films greedy episodes (video_interval)
-        self._skipped: list[str] = []
-        self._checkpointer: Checkpointer | None = None
+        self.checkpoints = RunCheckpoints(config, runtime, directory, self.is_writer)
         self._writer = MetricWriter(None)
         self._progress: Progress | None = None
         # A command line's handlers (and a signal they caught during start-up), or ours.
@@ -164,100 +154,33 @@ class Run:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    @property
-    def checkpointer(self) -> Checkpointer:
-        if self._checkpointer is None:
-            self._checkpointer = Checkpointer(
-                self.dir.checkpoints,
-                max_to_keep=self.config.keep_checkpoints,
-                best_metric=EVAL_METRIC if self.config.eval_interval else None,
-            )
-        return self._checkpointer
-
     def restore(self, spec: Any, train: Any, runtime: Any = None) -> Restored | None:
         """The newest checkpoint of a resumed run that restores into the targets (arrays or
         `ShapeDtypeStruct`s with shardings); None for a new run, or a resumed run that never
         saved one. Sets `step` and `env_steps` to the checkpoint's."""
         if not self.config.resume:
             return None
-
-        def skip(step: int, error: CheckpointError) -> None:
-            self._skipped.append(str(error))
-            if self.is_writer:
-                print(f"{self.runtime}: skipping checkpoint {error}", file=sys.stderr, flush=True)
-
-        found = self.checkpointer.restore_newest(train, runtime, skip, move_aside=self.is_writer)
+        found = self.checkpoints.restore(spec, train, runtime)
         if found is None:
-            if self._skipped:
-                raise CheckpointError(
-                    f"no checkpoint of {self.dir.path} restores ({len(self._skipped)} tried): "
-                    f"{self._skipped[-1]}"
-                )
-            aside = sorted(glob.glob(os.path.join(self.dir.checkpoints, "*.corrupt*")))
-            if aside:  # an earlier resume found every checkpoint unreadable
-                names = [os.path.basename(a) for a in aside]
-                raise CheckpointError(
-                    f"no checkpoint of {self.dir.path} restores: each was unreadable and moved "
-                    f"aside ({names}); resuming would start it over. Start a new run (another "
-                    f"--run-name), or move a repaired checkpoint back"
-                )
             return None
-        step, train_state, runtime_state, meta = found
-        self._check_against_checkpoint(step, meta)
-        if meta.get("runtime") != self.runtime:
-            raise ConfigError(
-                f"{self.dir.path} is a {meta.get('runtime')} run: resume it with "
-                f"{meta.get('runtime')}, or start a {self.runtime} run from it with --init-from"
-            )
-        stored_spec = type(spec).from_json(meta["env_spec"])
-        if not spec.compatible_with(stored_spec):
-            raise ConfigError(
-                f"the checkpoint's env spec {stored_spec} does not match the env's {spec}"
-            )
+        restored, changes = found
+        meta = restored.metadata
+        self._changes = {**self._changes, **changes}
         self.step, self.env_steps = int(meta["step"]), int(meta["env_steps"])
         self._previous_env_steps = self.env_steps
         self._clock.elapsed_before = float(meta.get("elapsed", 0.0))
         self._clock.restored_env_steps = self.env_steps
-        self._restored = {"step": step, "env_steps": self.env_steps}
+        self._restored = {"step": int(meta["step"]), "env_steps": self.env_steps}
         self._restored_rows = meta.get("metric_rows")  # None: a checkpoint from before it
-        return Restored(train_state, runtime_state, meta)
-
-    def _check_against_checkpoint(self, step: int, meta: dict[str, Any]) -> None:
-        """The checkpoint's own config, not the editable config.json, is what the resume
-        must match: a field that changes what is learned is refused; allowed changes are
-        what resumes.jsonl records."""
-        stored = meta.get("config")
-        if not isinstance(stored, dict):  # written before configs were stored with them
-            return
-        changes = changed_fields({k: v for k, v in stored.items() if k != "runtime"}, self.config)
-        _refuse_learning_changes(
-            self.config, self.dir, changes,
-            f"the config its checkpoint {step} was trained with (an edited config.json, or "
-            "flags)", "resume with the checkpoint's values",
-        )  # fmt: skip
-        self._changes = {**self._changes, **changes}
+        return restored
 
     def warm_start(self, spec: Any, train: Any) -> Any:
         """A fresh run's `train` state (a TrainState, or one per seed), with the params of
         `config.init_from` when it names a run: the same agent, an env of the same spec."""
-        config = self.config
-        if not config.init_from or self._restored or config.resume:
+        if not self.config.init_from or self._restored or self.config.resume:
             return train
-        from podracer.runs.source import load
-        from podracer.runs.source import parse_source
-        from podracer.runs.source import warm_start
-
-        owner = f"{type(config).__name__}.init_from"
-        source = parse_source(config.init_from, config.runs_root, owner)
-        # This run's own env and agent are the user's (typed, or a trusted config).
-        loaded = load(source, spec, owner, config.trust_code, (config.env, config.agent))
-        if loaded.metadata["agent"] != config.agent:
-            raise ConfigError(
-                f"{owner}: {source.run.name} trained agent {loaded.metadata['agent']!r}, "
-                f"this run {config.agent!r}"
-            )
-        self._initial = f"{source.run.path}@{loaded.step}"
-        return warm_start(loaded, train, config.init_opt_state, config.num_members, owner)
+        train, self._initial = self.checkpoints.warm_start(spec, train)
+        return train
 
     # -- starting -------------------------------------------------------------------
 
@@ -282,7 +205,8 @@ class Run:
             ran = provenance()
             if config.resume:
                 self.dir.append_resume({
-                    "time": time.time(), "restored": self._restored, "skipped": self._skipped,
+                    "time": time.time(), "restored": self._restored,
+                    "skipped": self.checkpoints.skipped,
                     "changes": {k: list(v) for k, v in self._changes.items() if k != "resume"},
                     "provenance": ran,
                 })  # fmt: skip
@@ -472,7 +396,7 @@ class Run:
             "elapsed": self.elapsed, "metric_rows": self._writer.rows,
             "compile_cache": {"dir": self._cache_hits.path, "hits": self.compile_cache_hits},
         }  # fmt: skip
-        return self.checkpointer.save(self.step, train, metadata, runtime, metrics)
+        return self.checkpoints.save(self.step, train, metadata, runtime, metrics)
 
     def maybe_record(self, agent: Any, params: Any) -> str | None:
         """Writes `videos/<env steps>.mp4` of greedy episodes (process 0) when one is due;
@@ -515,9 +439,7 @@ class Run:
         return f"{self.runtime} --run-name {self.dir.name}{where} --resume"
 
     def _second_signal_message(self) -> str:
-        steps = self._checkpointer.all_steps() if self._checkpointer is not None else []
-        saved = f"the newest checkpoint is step {steps[-1]}" if steps else "no checkpoint saved"
-        return f"exiting now without a final checkpoint ({saved})"
+        return f"exiting now without a final checkpoint ({self.checkpoints.newest()})"
 
     def close(self) -> None:
         self._signals.__exit__()
@@ -528,9 +450,7 @@ class Run:
         if self._progress is not None:
             self._progress.close()
         self._writer.close()
-        if self._checkpointer is not None:
-            self._checkpointer.close()
-            self._checkpointer = None
+        self.checkpoints.close()
         if self._lock is not None:  # last: after the final checkpoint and metrics
             self._lock.release()
             self._lock = None
@@ -614,24 +534,9 @@ def _check_directory(config: RunConfig, runtime: str, directory: RunDir) -> dict
     changes = changed_fields({k: v for k, v in stored.items() if k != "runtime"}, config)
     if stored.get("runtime", runtime) != runtime:
         changes = {"runtime": (stored.get("runtime"), current["runtime"]), **changes}
-    _refuse_learning_changes(config, directory, changes, "the run's",
+    refuse_learning_changes(config, directory, changes, "the run's",
                              "resume with the run's values (omit these flags)")  # fmt: skip
     return changes
-
-
-def _refuse_learning_changes(
-    config: RunConfig, directory: RunDir, changes: dict, against: str, hint: str
-) -> None:
-    """Refuses a resume that changes fields outside `MAY_CHANGE_ON_RESUME`, naming each
-    with its old and new value."""
-    allowed = type(config).MAY_CHANGE_ON_RESUME
-    refused = {k: v for k, v in changes.items() if k.split(".")[0] not in allowed}
-    if refused:
-        lines = "\n".join(f"  {k}: {old!r} -> {new!r}" for k, (old, new) in refused.items())
-        raise ConfigError(
-            f"cannot resume {directory.path}: these fields differ from {against} and change "
-            f"what is learned:\n{lines}\n{hint}, or start a new run (another --run-name)"
-        )
 
 
 def _check_renders(spec: Any, owner: str) -> None:
