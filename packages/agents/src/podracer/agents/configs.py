@@ -18,8 +18,8 @@ from podracer.agents.validation import check_int
 from podracer.agents.validation import check_positive
 from podracer.agents.validation import check_range
 from podracer.agents.validation import fail
-from podracer.search.config import DiscreteSupport
-from podracer.search.config import SearchConfig
+from podracer.search import DiscreteSupport
+from podracer.search import SearchConfig
 
 Torso = Literal["auto", "mlp", "minatar_cnn", "nature_cnn", "impala_resnet"]
 TORSOS = ("auto", "mlp", "minatar_cnn", "nature_cnn", "impala_resnet")

@@ -10,7 +10,7 @@ def main(argv: list[str] | None = None) -> int:
 
     install()  # first: Ctrl-C while the rest imports is one line, not a traceback
     from podracer.anakin.config import AnakinConfig
-    from podracer.runs.cli import run_cli
+    from podracer.runs import run_cli
 
     def train(config):
         from podracer.anakin.run import train  # JAX starts here, after parsing

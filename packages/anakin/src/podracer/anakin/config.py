@@ -9,11 +9,11 @@ from typing import ClassVar
 
 import tyro
 
-from podracer.agents.validation import ConfigError
+from podracer.agents import ConfigError
 from podracer.agents.validation import check_int
 from podracer.agents.validation import fail
 from podracer.anakin.presets import LAYOUTS
-from podracer.runs.config import RunConfig
+from podracer.runs import RunConfig
 from podracer.runs.sweep import Sweep
 from podracer.runs.sweep import parse_sweep
 

@@ -20,9 +20,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from podracer.agents import ConfigError
 from podracer.agents import learner_updates
 from podracer.agents import make_agent
-from podracer.agents.validation import ConfigError
 from podracer.anakin.config import AnakinConfig
 from podracer.anakin.runtime import MAX_ROWS
 from podracer.anakin.runtime import ChunkMetrics
@@ -39,7 +39,7 @@ from podracer.runs import Run
 from podracer.runs import RunResult
 from podracer.runs import abstract_like
 from podracer.runs import block
-from podracer.runs.directory import read_jsonl
+from podracer.runs import read_jsonl
 from podracer.runs.sweep import PREFIX
 from podracer.runs.sweep import with_values
 

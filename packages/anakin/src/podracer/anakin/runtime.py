@@ -41,16 +41,16 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from podracer.agents import Agent
+from podracer.agents import ConfigError
 from podracer.agents import TrainState
 from podracer.agents import Trajectory
+from podracer.agents import env_keys
 from podracer.agents import init_local_replays
 from podracer.agents import init_train_state
+from podracer.agents import jax_episodes
 from podracer.agents import make_learn
 from podracer.agents import pmean_flat
-from podracer.agents.evaluation import env_keys
-from podracer.agents.evaluation import jax_episodes
 from podracer.agents.evaluation import per_env
-from podracer.agents.validation import ConfigError
 from podracer.envs import JaxEnv
 from podracer.envs import TimeStep
 

@@ -29,10 +29,10 @@ from typing import Any
 
 import tyro
 
-from podracer.agents.registry import AGENTS
-from podracer.agents.registry import flag_group
+from podracer.agents import AGENTS
+from podracer.agents import ConfigError
+from podracer.agents import flag_group
 from podracer.agents.registry import load_entry_points
-from podracer.agents.validation import ConfigError
 from podracer.runs import signals
 from podracer.runs.config import RunConfig
 from podracer.runs.config import config_from_json

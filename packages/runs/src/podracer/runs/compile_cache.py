@@ -86,7 +86,7 @@ def resolve(setting: str) -> str | None:
 
 def _check_folder(path: str, setting: str, owner: str) -> None:
     """The folder exists (made now) and can be written, or a one-line ConfigError."""
-    from podracer.agents.validation import ConfigError
+    from podracer.agents import ConfigError
 
     allowed = f"{owner}.compile_cache must be a folder, {AUTO!r} or {OFF!r}, got {setting!r}"
     if "://" in path:

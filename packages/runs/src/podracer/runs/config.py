@@ -29,9 +29,9 @@ from typing import Self
 import tyro
 from tyro.constructors import PrimitiveConstructorSpec
 
-from podracer.agents.registry import agent_entry
-from podracer.agents.registry import flag_group
-from podracer.agents.validation import ConfigError
+from podracer.agents import ConfigError
+from podracer.agents import agent_entry
+from podracer.agents import flag_group
 from podracer.agents.validation import check_finite
 from podracer.agents.validation import check_int
 from podracer.agents.validation import fail
@@ -349,7 +349,7 @@ def registered_sources(env: str, agent: str) -> dict[str, Any]:
     """Import paths of an env and an agent registered by call in this process (see
     `RunConfig.to_json`); empty for names every process finds by itself."""
     from podracer.agents.registry import agent_import_paths
-    from podracer.envs.registry import env_import_path
+    from podracer.envs import env_import_path
 
     sources: dict[str, Any] = {}
     env_path = env_import_path(env)
@@ -373,8 +373,8 @@ def register_sources(
     (`podracer.runs.trust.check_trusted`: `trust_code`, or `typed` on this command line),
     else a one-line ConfigError, before anything is imported."""
     from podracer.agents.registry import register_from_paths
-    from podracer.envs.registry import register
-    from podracer.envs.registry import registered_envs
+    from podracer.envs import register
+    from podracer.envs import registered_envs
     from podracer.runs.trust import check_trusted
 
     check_trusted(data, owner, trust_code, typed)

@@ -13,7 +13,7 @@ import ipaddress
 import os
 import socket
 
-from podracer.agents.validation import ConfigError
+from podracer.agents import ConfigError
 
 
 @dataclasses.dataclass(frozen=True)

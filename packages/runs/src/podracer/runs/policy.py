@@ -130,7 +130,7 @@ def load(
     import path) is imported only if trusted: podracer's, an installed plugin's,
     registered or imported in this process, or with `trust_code=True` (as Hugging Face's
     `trust_remote_code`; `podracer.runs.trust`). Fails with one line (a `ValueError`)."""
-    from podracer.agents.validation import ConfigError
+    from podracer.agents import ConfigError
     from podracer.runs.checkpoint import CheckpointError
     from podracer.runs.source import load as load_source
     from podracer.runs.source import parse_source

@@ -19,12 +19,12 @@ import dataclasses
 from typing import Any
 from typing import NamedTuple
 
-from podracer.agents.configs import ImpalaConfig
-from podracer.agents.configs import MuZeroConfig
-from podracer.agents.configs import PPOConfig
-from podracer.agents.configs import PQNConfig
-from podracer.agents.configs import QLambdaConfig
-from podracer.agents.validation import ConfigError
+from podracer.agents import ConfigError
+from podracer.agents import ImpalaConfig
+from podracer.agents import MuZeroConfig
+from podracer.agents import PPOConfig
+from podracer.agents import PQNConfig
+from podracer.agents import QLambdaConfig
 
 
 class Preset(NamedTuple):
@@ -53,7 +53,7 @@ def find_preset(agent: str, env: str, name: str | None = None) -> tuple[str, Pre
                 f"--preset must be one of {preset_names(agent)} for agent {agent!r}, got {name!r}"
             )
         return name, PRESETS[(agent, name)]
-    from podracer.envs.families import env_family
+    from podracer.envs import env_family
 
     for name in (env.rpartition(":")[2], env_family(env)):
         if (agent, name) in PRESETS:

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from podracer.agents.validation import ConfigError
+from podracer.agents import ConfigError
 from podracer.runs import compile_cache
 from podracer.runs import signals
 from podracer.runs.clock import RunClock

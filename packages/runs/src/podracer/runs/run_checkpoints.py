@@ -18,7 +18,7 @@ import sys
 from typing import Any
 from typing import NamedTuple
 
-from podracer.agents.validation import ConfigError
+from podracer.agents import ConfigError
 from podracer.runs.checkpoint import Checkpointer
 from podracer.runs.checkpoint import CheckpointError
 from podracer.runs.config import RunConfig

@@ -16,7 +16,7 @@ from collections.abc import Collection
 from typing import Any
 from typing import NamedTuple
 
-from podracer.agents.validation import ConfigError
+from podracer.agents import ConfigError
 from podracer.runs.checkpoint import Checkpointer
 from podracer.runs.checkpoint import CheckpointError
 from podracer.runs.config import config_from_json
@@ -136,8 +136,8 @@ def _agent(
     typed: Collection[str] = (),
 ):
     """The run's agent; a sweep's member's, with its point's values."""
-    from podracer.agents.registry import agent_entry
-    from podracer.agents.registry import make_agent
+    from podracer.agents import agent_entry
+    from podracer.agents import make_agent
     from podracer.runs.config import register_sources
 
     # An agent registered by call; first, the code the checkpoint names must be trusted

@@ -27,8 +27,8 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
-from podracer.agents.registry import flag_group
-from podracer.agents.validation import ConfigError
+from podracer.agents import ConfigError
+from podracer.agents import flag_group
 
 OWNER = "AnakinConfig.sweep"
 PREFIX = "sweep/"  # a row's swept values: sweep/ppo.learning_rate

@@ -26,7 +26,7 @@ import sys
 from collections.abc import Collection
 from typing import Any
 
-from podracer.agents.validation import ConfigError
+from podracer.agents import ConfigError
 
 FLAG = "--trust-code"
 _GROUPS = ("podracer.envs", "podracer.agents")
@@ -36,8 +36,8 @@ _GYMNASIUM = "gymnasium:"
 def named_code(data: dict[str, Any]) -> list[tuple[str, str]]:
     """`(field, name)` of each piece of code a stored run config names: an import path,
     or a gymnasium env whose id names a module to import."""
+    from podracer.envs import is_import_path
     from podracer.envs.imports import split_import_path
-    from podracer.envs.registry import is_import_path
 
     found = []
     env, agent = data.get("env"), data.get("agent")
@@ -59,8 +59,8 @@ def named_code(data: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _registered(kind: str, name: Any) -> bool:
-    from podracer.agents.registry import AGENTS
-    from podracer.envs.registry import registered_envs
+    from podracer.agents import AGENTS
+    from podracer.envs import registered_envs
 
     return isinstance(name, str) and name in (registered_envs() if kind == "env" else AGENTS)
 
@@ -77,9 +77,9 @@ def _plugin_packages() -> frozenset[str]:
 
 def _registered_paths() -> set[str]:
     """Import paths of what this process registered by call."""
-    from podracer.agents.registry import AGENTS
+    from podracer.agents import AGENTS
+    from podracer.envs import registered_envs
     from podracer.envs.imports import import_path_of
-    from podracer.envs.registry import registered_envs
 
     paths = {entry.import_path for entry in registered_envs().values()}
     for entry in AGENTS.values():

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from podracer.agents.validation import ConfigError
+from podracer.agents import ConfigError
 from podracer.envs.extras import install_command
 
 FPS = 30
@@ -82,7 +82,7 @@ class Recorder:
         if is_jax_env(env_name):
             import jax
 
-            from podracer.agents.evaluation import jax_observations
+            from podracer.agents import jax_observations
             from podracer.envs import make
 
             env = make(env_name, **(env_kwargs or {}))
@@ -97,8 +97,8 @@ class Recorder:
         """The episodes' frames `[T, H, W, 3]`, played with `params`."""
         import jax
 
-        from podracer.agents.evaluation import env_keys
-        from podracer.agents.evaluation import host_episodes
+        from podracer.agents import env_keys
+        from podracer.agents import host_episodes
 
         key = jax.random.PRNGKey(seed)
         if self._env is None:

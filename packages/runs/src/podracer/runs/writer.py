@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from podracer.agents.validation import ConfigError
+from podracer.agents import ConfigError
 from podracer.envs.extras import install_command
 from podracer.runs.directory import RunDir
 

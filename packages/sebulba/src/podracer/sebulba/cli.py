@@ -9,7 +9,7 @@ def main(argv: list[str] | None = None) -> int:
     from podracer.runs.signals import install
 
     install()  # first: Ctrl-C while the rest imports is one line, not a traceback
-    from podracer.runs.cli import run_cli
+    from podracer.runs import run_cli
     from podracer.sebulba.config import SebulbaConfig
 
     def train(config):

@@ -19,10 +19,10 @@ from typing import Any
 from typing import ClassVar
 from typing import Literal
 
-from podracer.agents.validation import ConfigError
+from podracer.agents import ConfigError
 from podracer.agents.validation import check_int
 from podracer.agents.validation import fail
-from podracer.runs.config import RunConfig
+from podracer.runs import RunConfig
 from podracer.sebulba.presets import LAYOUTS
 
 ActorLoop = Literal["auto", "xla", "python"]

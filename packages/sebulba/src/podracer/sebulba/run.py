@@ -22,10 +22,10 @@ import jax
 import numpy as np
 
 from podracer.agents import Agent
+from podracer.agents import ConfigError
+from podracer.agents import host_episodes
 from podracer.agents import learner_updates
 from podracer.agents import make_agent
-from podracer.agents.evaluation import host_episodes
-from podracer.agents.validation import ConfigError
 from podracer.envs import HostEnv
 from podracer.runs import Run
 from podracer.runs import RunResult

@@ -73,9 +73,9 @@ def _evaluate_member(where, stored, count, env_name, env_kwargs, jax_env, host_e
                      greedy, max_steps, seed, video, trust) -> dict[str, Any]:  # fmt: skip
     import jax
 
-    from podracer.agents.evaluation import env_keys
-    from podracer.agents.evaluation import host_episodes
-    from podracer.agents.evaluation import jax_episodes
+    from podracer.agents import env_keys
+    from podracer.agents import host_episodes
+    from podracer.agents import jax_episodes
     from podracer.runs.source import load
     from podracer.runs.sweep import member_label
 
@@ -131,7 +131,7 @@ def _eval_env(run: Any, env: str | None, episodes: int, seed: int, trust=(False,
     """`(name, kwargs, jax_env, host_env)` to evaluate in: the run's env with its keyword
     arguments, or another (`--env`, with its own); a JaxEnv where the name has one, else
     a host env of `episodes` envs. The run's own env and agent are registered first."""
-    from podracer.agents.validation import ConfigError
+    from podracer.agents import ConfigError
     from podracer.envs import is_jax_env
     from podracer.envs import make
     from podracer.envs import make_host
@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("episodes", "max_steps"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1")
-    from podracer.agents.validation import ConfigError
+    from podracer.agents import ConfigError
     from podracer.runs.checkpoint import CheckpointError
 
     try:
