@@ -55,7 +55,7 @@ import numpy as np
 
 from podracer.envs.checks import check_actions
 from podracer.envs.checks import check_send
-from podracer.envs.checks import check_sizes
+from podracer.envs.checks import check_whole_batch
 from podracer.envs.checks import whole_batch_actions
 from podracer.envs.envpool_env import AtariOptions
 from podracer.envs.extras import install_command
@@ -292,17 +292,6 @@ def _check_options(name: str, o: AtariOptions) -> None:
         raise ValueError(f"{name}: repeat_action_probability must be in [0, 1], got {p!r}")
 
 
-def _check_batch(name: str, num_envs: int, batch_size: int | None) -> int:
-    num_envs = check_sizes(num_envs, None)
-    if batch_size is not None and check_sizes(num_envs, batch_size) != num_envs:
-        raise ValueError(
-            f"{name}: batch_size={batch_size} < num_envs={num_envs}, but the adapter steps all "
-            f"of ale-py's envs at once: use batch_size=num_envs (Sebulba's async_envs overlaps "
-            f"two envs instead)"
-        )
-    return num_envs
-
-
 def _options(name: str, atari: Any, atari_kwargs: dict[str, Any]) -> AtariOptions:
     """`atari` (or the defaults) with `atari_kwargs` over it, every field checked."""
     unknown = sorted(set(atari_kwargs) - set(_ATARI_FIELDS))
@@ -350,7 +339,8 @@ def make_ale(
       **atari_kwargs: `AtariOptions` fields one by one, overriding `atari`.
     """
     name = PREFIX + str(task)
-    num_envs = _check_batch(name, num_envs, batch_size)
+    num_envs = check_whole_batch(name, num_envs, batch_size,
+                                 "the adapter steps all of ale-py's envs", "two envs")  # fmt: skip
     options = _options(name, atari, atari_kwargs)
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
         raise ValueError(f"{name}: seed must be an int >= 0, got {seed!r}")

@@ -24,6 +24,18 @@ def check_sizes(num_envs: int, batch_size: int | None) -> int:
     return int(batch_size)
 
 
+def check_whole_batch(name: str, num_envs: int, batch_size: int | None, steps: str, overlap: str):
+    """`num_envs` of an adapter that steps all its envs at once (`steps`: whose), where a
+    smaller `batch_size` is refused naming `overlap`, what Sebulba's async_envs overlaps."""
+    num_envs = check_sizes(num_envs, None)
+    if batch_size is not None and check_sizes(num_envs, batch_size) != num_envs:
+        raise ValueError(
+            f"{name}: batch_size={batch_size} < num_envs={num_envs}, but {steps} at once: use "
+            f"batch_size=num_envs (Sebulba's async_envs overlaps {overlap} instead)"
+        )
+    return num_envs
+
+
 def check_actions(actions, size: int, spec: EnvSpec | int) -> np.ndarray:
     """Validates one action per env against the action space of `spec`; returns them.
 

@@ -76,7 +76,7 @@ import numpy as np
 from podracer.envs.actions import action_space_fields
 from podracer.envs.checks import check_actions
 from podracer.envs.checks import check_send
-from podracer.envs.checks import check_sizes
+from podracer.envs.checks import check_whole_batch
 from podracer.envs.checks import whole_batch_actions
 from podracer.envs.extras import install_command
 from podracer.envs.imports import import_module
@@ -458,13 +458,8 @@ def _check_arguments(
     seed: int,
 ) -> int:
     """`num_envs`, checked with the other arguments (one line naming the bad one)."""
-    num_envs = check_sizes(num_envs, None)
-    if batch_size is not None and check_sizes(num_envs, batch_size) != num_envs:
-        raise ValueError(
-            f"{name}: batch_size={batch_size} < num_envs={num_envs}, but a gymnasium vector "
-            f"env steps all its envs at once: use batch_size=num_envs (Sebulba's async_envs "
-            f"overlaps two vector envs instead)"
-        )
+    steps = "a gymnasium vector env steps all its envs"
+    num_envs = check_whole_batch(name, num_envs, batch_size, steps, "two vector envs")
     if vectorization_mode not in VECTORIZATION_MODES:
         raise ValueError(
             f"{name}: vectorization_mode must be one of {list(VECTORIZATION_MODES)}, got "
