@@ -23,6 +23,7 @@ from podracer.runs import RunConfig
 from podracer.runs import RunResult
 from podracer.runs import final_return
 from podracer.runs import to_jsonable
+from podracer.runs.tools.aggregate import final_value
 
 STEPS = 10  # env steps per loop step of the toy runtime (conftest.toy_train)
 
@@ -91,6 +92,19 @@ def test_a_resume_continues_where_the_run_stopped(tmp_path, toy_train):
     assert record["restored"] == {"env_steps": 30, "step": 3}
     assert record["changes"] == {"total_env_steps": [30, 60], "eval_interval": [0, 20]}
     assert json.loads((tmp_path / "toy" / "config.json").read_text())["total_env_steps"] == 60
+
+
+def test_a_resumed_runs_final_return_is_the_whole_runs_as_plot_reads_it(tmp_path, toy_train):
+    # The summary printed 18.31 for a resumed Pong run whose metrics.jsonl plotted 18.52:
+    # it averaged the last 10% of this session's steps, not of the run's.
+    toy_train(toy(tmp_path, total_env_steps=30))
+    result = toy_train(toy(tmp_path, total_env_steps=60, resume=True))
+    assert [r["env_steps"] for r in result.earlier] == [10, 20, 30]
+    rows = [json.loads(x) for x in (tmp_path / "toy" / "metrics.jsonl").read_text().splitlines()]
+    steps = np.array([r["env_steps"] for r in rows])
+    values = np.array([r["charts/episodic_return"] for r in rows])
+    # Rows 40-60; this session's last half (50, 60) alone would say 5.5.
+    assert final_return(result, 0.5) == final_value(steps, values, 0.5) == 5.0
 
 
 def test_a_resume_that_changes_what_is_learned_is_refused_naming_each_field(tmp_path, toy_train):

@@ -5,6 +5,7 @@ tests all call a run's return."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 from typing import NamedTuple
 
@@ -28,6 +29,9 @@ class RunResult(NamedTuple):
     # Programs of this session JAX loaded from its persistent cache (`compile_cache`)
     # instead of compiling: 0 on a first start, or without a cache.
     compile_cache_hits: int = 0
+    # A resumed run's rows of its earlier sessions (metrics.jsonl up to the restored
+    # checkpoint; process 0 only): `final_return` is the whole run's, as `podracer plot`'s.
+    earlier: Sequence[dict[str, Any]] = ()
 
     def __repr__(self) -> str:
         """A one-line summary; `state` and `history` (params, every row) are left out."""
@@ -35,7 +39,7 @@ class RunResult(NamedTuple):
         return (
             f"RunResult(run_dir={self.run_dir!r}, env_steps={self.env_steps:,}, "
             f"steps={self.steps}, sps={self.sps:,.0f}, "
-            f"final_return={history_return(self.history):.4g}, members={max(len(members), 1)}, "
+            f"final_return={final_return(self):.4g}, members={max(len(members), 1)}, "
             f"rows={len(self.history)}, compile_seconds={self.compile_seconds:.1f}, "
             f"compile_cache_hits={self.compile_cache_hits}, interrupted={self.interrupted})"
         )
@@ -49,9 +53,9 @@ def final_return(
 ) -> float:
     """The run's final training return as `podracer plot` defines it: each seed's mean
     return over the rows of its last `fraction` of env steps that saw an episode end,
-    then the mean over seeds. `last=k` takes each seed's last k such rows instead (the
-    learning tests' bar)."""
-    return history_return(result.history, fraction, last)
+    then the mean over seeds, over the whole run (a resumed run's earlier sessions too).
+    `last=k` takes each seed's last k such rows instead (the learning tests' bar)."""
+    return history_return([*result.earlier, *result.history], fraction, last)
 
 
 def history_return(

@@ -369,7 +369,8 @@ class Run:
             # once a second at most, as it reads the history.
             now = time.perf_counter()
             if self._last or now - self._return_time >= 1.0:
-                self._recent_return, self._return_time = history_return(self.history), now
+                rows = self._writer.earlier + self.history
+                self._recent_return, self._return_time = history_return(rows), now
             self._progress.update(steps, self.sps_after_compile(), self._recent_return)
 
     def sps_after_compile(self) -> float:
@@ -431,7 +432,7 @@ class Run:
             )  # fmt: skip
         return RunResult(state, self.history, self.env_steps, self.step, float(sps),
                          float(compile_seconds), self.interrupted, self.dir.path,
-                         self.compile_cache_hits)  # fmt: skip
+                         self.compile_cache_hits, self._writer.earlier)  # fmt: skip
 
     def resume_command(self) -> str:
         root = self.config.runs_root

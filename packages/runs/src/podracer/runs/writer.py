@@ -75,6 +75,9 @@ class MetricWriter:
         self._run_dir = run_dir
         self._file = None
         self.rows = 0
+        # A resumed run's rows of its earlier sessions, as metrics.jsonl kept them: the
+        # run's final return is over the whole run, as `podracer plot` reads it.
+        self.earlier: list[dict[str, Any]] = []
         self._tb: dict[str, Any] = {}
         self._texts: list[Any] = []  # `write_text`'s events, for each TensorBoard run
         self._tb_flushed = time.monotonic()
@@ -102,6 +105,7 @@ class MetricWriter:
             os.replace(tmp, run_dir.metrics_file)
         self._file = open(run_dir.metrics_file, "a")
         self.rows = 0 if kept is None else len(kept)  # in metrics.jsonl, this session's too
+        self.earlier = kept or []
         if tensorboard:
             self._events = _tensorboard_events()  # here, before the run's clock starts
             # Events are derived from metrics.jsonl: rebuilt, they hold each step once. The
