@@ -6,8 +6,9 @@
 #   bash benchmarks/device.sh anakin sebulba   # some parts: anakin, throughput, muzero,
 #                                              #   sebulba, atari, pong (GPU: envpool);
 #                                              #   catch, purejaxrl, gym, ale, ale-pong,
+#                                              #   ale-breakout,
 #                                              #   ale-grid, muzero-envs, muzero-profile,
-#                                              #   muzero-crash, profile (TPU)
+#                                              #   muzero-crash, profile, search (TPU)
 #
 # Uses the Python that already imports podracer with an accelerator (PODRACER_PY, else
 # `python`: on an offline TPU VM, the one `scripts/wheels.sh`'s install.sh set up), else
@@ -79,24 +80,26 @@ for part in $parts; do
     # array at 32k envs, 2026-12-06b).
     run 300 $py benchmarks/anakin.py --quick --skip-devices --catch-envs 4096 32768 131072 \
       --catch-microbatches 1 4 8 --ppo-envs ;;
-  ale-pong)  # IMPALA on ale-py Pong for PONG_SECONDS (default 180) a call; a later call
-    # (the run dir still there) continues it with --resume, so a long run fits commands of
-    # under 10 minutes. Actors on the chip (on the host CPU the Nature CNN took 80% of a
-    # rollout). As APPO with CleanRL's PPO Atari settings (clip 0.1, lr 2.5e-4, grad norm
-    # 0.5, lambda 0.95) and 2 epochs x 4 minibatches per batch: at IMPALA's one step per
-    # batch the learner idled 90% of the time and Pong stayed at -20.2 after 3.4M agent
-    # steps (2026-12-06b).
-    # Curve: `podracer plot runs/tpu-pong-impala`.
-    if [ -d runs/tpu-pong-impala ]; then
-      run $((pong_s + 120)) bash -c "$sebulba --resume --run-name tpu-pong-impala \
+  ale-pong|ale-breakout)  # APPO on ale-py Pong or Breakout for PONG_SECONDS (default 180)
+    # a call; a later call (the run dir still there) continues it with --resume, so a long
+    # run fits commands of under 10 minutes. Actors on the chip (on the host CPU the Nature
+    # CNN took 80% of a rollout). CleanRL's PPO Atari settings (clip 0.1, lr 2.5e-4, grad
+    # norm 0.5, lambda 0.95) and 2 epochs x 4 minibatches per batch: at IMPALA's one step
+    # per batch the learner idled 90% of the time and Pong stayed at -20.2 after 3.4M
+    # agent steps (2026-12-06b); so, Pong passed 18 after 367 s (2026-12-06c).
+    # Curve: `podracer plot runs/tpu-pong-impala` (runs/tpu-breakout-impala).
+    game=$([ "$part" = ale-pong ] && echo Pong || echo Breakout)
+    name="tpu-$(echo "$game" | tr '[:upper:]' '[:lower:]')-impala"
+    if [ -d "runs/$name" ]; then
+      run $((pong_s + 120)) bash -c "$sebulba --resume --run-name $name \
         --max-wall-seconds $pong_s --no-progress"
     else
-      run $((pong_s + 120)) bash -c "$sebulba --env ale:Pong --agent impala \
+      run $((pong_s + 120)) bash -c "$sebulba --env ale:$game --agent impala \
         --impala.num-epochs 2 --impala.num-minibatches 4 --impala.clip-eps 0.1 \
         --impala.learning-rate 2.5e-4 --impala.max-grad-norm 0.5 --impala.lambda_ 0.95 \
         --envs-per-thread 64 --actor-threads-per-device 3 --async-envs \
         --env-kwargs '{\"num_threads\": 2}' --total-env-steps 50000000 \
-        --max-wall-seconds $pong_s --run-name tpu-pong-impala --no-progress"
+        --max-wall-seconds $pong_s --run-name $name --no-progress"
     fi ;;
   muzero-envs)  # MuZero's Breakout-MinAtar preset, 3 seeds, at its 64 envs per seed and at
     # 256 (the acting batch the chip may want; issue 53's 100k SPS over 3 seeds), then a
@@ -113,6 +116,9 @@ for part in $parts; do
     tmp=$(mktemp -d)
     run 150 $py benchmarks/tpu_probe.py trace 32768 "$tmp"
     run 150 $py benchmarks/tpu_probe.py trace-preset gymnax:Breakout-MinAtar ppo 64 "$tmp" ;;
+  search)  # podracer.search's tree written by comparisons against mctx's scatters: the
+    # same search, simulations per second at batch 256 / 1,024 and 8 / 32 simulations.
+    run 300 $py benchmarks/search.py ;;
   muzero-profile)  # Where MuZero's chunk spends the chip's time at 3 seeds x 256 envs (its
     # SPS grew 1.2x for 4x the envs): a whole run traced, its device ops by self time.
     run 300 $py benchmarks/tpu_probe.py trace-run "$(mktemp -d)" anakin \
@@ -147,7 +153,7 @@ for part in $parts; do
     # threads (a_env) against training (d_train); frames = 4 x agent steps.
     run 200 $py benchmarks/sebulba_throughput.py --case ale-breakout --envs-per-thread 64 \
       --actor-threads 3 --async-envs --env-kwargs '{"num_threads": 2}' --total-env-steps 500000 ;;
-  *) echo "unknown part '$part' (allowed: anakin, throughput, muzero, sebulba, atari, pong, catch, purejaxrl, gym, ale, ale-pong, ale-grid, muzero-envs, muzero-profile, muzero-crash, profile)" >&2; exit 2 ;;
+  *) echo "unknown part '$part' (allowed: anakin, throughput, muzero, sebulba, atari, pong, catch, purejaxrl, gym, ale, ale-pong, ale-breakout, ale-grid, muzero-envs, muzero-profile, muzero-crash, profile, search)" >&2; exit 2 ;;
   esac
 done
 echo "log: $log"

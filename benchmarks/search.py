@@ -1,9 +1,12 @@
 """Simulations per second of `podracer.search.search` against mctx called directly.
 
 Both run the same small MLP MuZero model (plain jnp), the same batch, key and settings,
-so the difference is the cost of podracer.search's glue (root and recurrent_fn wrappers,
-config dispatch, the root summary it returns, the MuZero action resample). Timings
-alternate between the two implementations so that machine load affects both alike.
+and build the same tree, so the difference is how: on a TPU podracer.search writes and
+reads the tree by comparisons (`podracer.search.tree_search`) where mctx scatters and
+gathers (a TPU loops over a scatter's index pairs; elsewhere podracer.search runs mctx's
+own search), plus its glue (root and recurrent_fn wrappers, the root summary it returns,
+the MuZero action resample). Timings alternate between the two implementations so that
+machine load affects both alike.
 
     python benchmarks/search.py            # batch 256 and 1024, 8 and 32 simulations
     python benchmarks/search.py --quick    # batch 256, 8 simulations, fewer repeats

@@ -70,5 +70,5 @@ def tabular() -> Tabular:
 
 @pytest.fixture(scope="session")
 def jit_search():
-    """`search` jitted once for the session (model and config static)."""
-    return jax.jit(search, static_argnames=("model", "config"))
+    """`search` jitted once for the session (model, config and writes static)."""
+    return jax.jit(search, static_argnames=("model", "config", "writes"))

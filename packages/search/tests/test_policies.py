@@ -1,8 +1,8 @@
 """Tests for `search`: finds known best actions, equals mctx, masks, batch independence.
 
 Every search runs on the tabular model of conftest.py with batch 8 and 3 actions. Only
-four programs are compiled for the whole file (two configs, and mctx called directly
-with each), since compiling an mctx search takes seconds of CPU.
+six programs are compiled for the whole file (two configs with the tree written both
+ways, and mctx called directly with each), since compiling a search takes seconds of CPU.
 """
 
 import jax
@@ -25,8 +25,9 @@ B, A = 8, 3
 NO_MASK = np.zeros((B, A), bool)
 
 
-def _run(jit_search, tabular, states, config, mask=NO_MASK, seed=0) -> SearchOutput:
-    return jit_search(None, jax.random.key(seed), tabular.model, states, config, mask)
+def _run(jit_search, tabular, states, config, mask=NO_MASK, seed=0, writes="auto") -> SearchOutput:
+    key = jax.random.key(seed)
+    return jit_search(None, key, tabular.model, states, config, mask, writes=writes)
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=IDS)
@@ -87,8 +88,9 @@ def _direct_mctx(params, key, states, invalid_actions, config, tables):
     )  # fmt: skip
 
 
+@pytest.mark.parametrize("writes", ["compare", "scatter"])
 @pytest.mark.parametrize("config", CONFIGS, ids=IDS)
-def test_bit_equal_to_mctx(jit_search, tabular, config):
+def test_bit_equal_to_mctx(jit_search, tabular, config, writes):
     tables = (tabular.rewards, tabular.next_state, tabular.discount)
     direct = jax.jit(
         lambda key, states, mask: _direct_mctx(None, key, states, mask, config, tables)
@@ -97,7 +99,7 @@ def test_bit_equal_to_mctx(jit_search, tabular, config):
     mask = NO_MASK.copy()
     mask[4:, 2] = True  # some rows have an invalid action
     for seed in range(3):
-        ours = _run(jit_search, tabular, states, config, mask, seed)
+        ours = _run(jit_search, tabular, states, config, mask, seed, writes)
         theirs = direct(jax.random.key(seed), states, mask)
         summary = theirs.search_tree.summary()
         if config.policy == "gumbel":

@@ -7,11 +7,14 @@
   prior; the policy target is the root visit distribution and the action is sampled from
   it sharpened by `temperature`.
 
-`search` is a thin layer over `mctx.gumbel_muzero_policy` / `mctx.muzero_policy`: with
-the same inputs and key it returns exactly what mctx returns. The only departure: the
-MuZero action is sampled among visited, valid actions only (mctx gives unvisited and
-invalid actions the weight `tiny**(1/temperature)`, which a high temperature turns into
-a real probability); where mctx's sample is visited and valid, both agree bit for bit.
+Both are `mctx.gumbel_muzero_policy`'s and `mctx.muzero_policy`'s steps, with mctx's
+action selection and Q transforms, run on `tree_search.search` (mctx's simulations with
+the tree written by comparisons, not scatters, which a TPU runs as loops): with the same
+inputs and key, the same tree and outputs as mctx's, bit for bit (tested against mctx).
+The only departure: the MuZero action is sampled among visited, valid actions only (mctx
+gives unvisited and invalid actions the weight `tiny**(1/temperature)`, which a high
+temperature turns into a real probability); where mctx's sample is visited and valid,
+both agree.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import mctx
 
+from podracer.search import tree_search
 from podracer.search.config import SearchConfig
 from podracer.search.model import MuZeroModel
 from podracer.search.model import Params
@@ -71,8 +75,9 @@ def run_policy(
     recurrent_fn: mctx.RecurrentFn,
     config: SearchConfig,
     invalid_actions: chex.Array | None = None,
+    writes: tree_search.Writes = "auto",
 ) -> SearchOutput:
-    """Runs the configured mctx policy from an already computed root.
+    """Runs the configured policy from an already computed root.
 
     Args:
       params: forwarded to `recurrent_fn`.
@@ -81,51 +86,117 @@ def run_policy(
       recurrent_fn: an mctx `RecurrentFn` (see `make_recurrent_fn`).
       config: the search settings.
       invalid_actions: `[B, A]` mask at the root, 1 (or True) for invalid actions.
+      writes: how the tree is written (`tree_search.search`): "auto" (by comparisons on
+        a TPU, mctx's scatters elsewhere), "compare" or "scatter"; the same result.
     """
     chex.assert_rank([root.prior_logits, root.value], [2, 1])
     if invalid_actions is not None:
         chex.assert_equal_shape([root.prior_logits, invalid_actions])
-    common = dict(
-        params=params,
-        root=root,
-        recurrent_fn=recurrent_fn,
-        num_simulations=config.num_simulations,
-        invalid_actions=invalid_actions,
-        max_depth=config.max_depth,
-        qtransform=qtransform_fn(config),
-    )
+    qtransform = qtransform_fn(config)
     if config.policy == "gumbel":
-        output = mctx.gumbel_muzero_policy(
-            rng_key=key,
-            max_num_considered_actions=config.max_num_considered_actions,
-            gumbel_scale=config.gumbel_scale,
-            **common,
+        tree, action, action_weights = _gumbel_muzero(
+            params, key, root, recurrent_fn, config, invalid_actions, qtransform, writes
         )
-        action = output.action
     else:
-        output = mctx.muzero_policy(
-            rng_key=key,
-            dirichlet_fraction=config.dirichlet_fraction,
-            dirichlet_alpha=config.dirichlet_alpha,
-            pb_c_init=config.pb_c_init,
-            pb_c_base=config.pb_c_base,
-            temperature=config.temperature,
-            **common,
+        tree, action, action_weights = _muzero(
+            params, key, root, recurrent_fn, config, invalid_actions, qtransform, writes
         )
-        # mctx.muzero_policy samples with the first of `split(key, 3)`; we resample with
-        # the same key and logits, restricted to visited actions (never invalid ones).
-        action_key, _, _ = jax.random.split(key, 3)
-        action = _sample_visited(action_key, output.action_weights, config.temperature)
-    tree = output.search_tree
     summary = tree.summary()
     return SearchOutput(
         action=action.astype(jnp.int32),
-        action_weights=output.action_weights,
+        action_weights=action_weights,
         root_value=summary.value,
         q_values=summary.qvalues,
         visit_counts=summary.visit_counts,
         tree=tree,
     )
+
+
+def _gumbel_muzero(params, key, root, recurrent_fn, config, invalid_actions, qtransform, writes):
+    """`mctx.gumbel_muzero_policy`'s steps on `tree_search.search`: Gumbel noise on the
+    root's masked prior, Sequential Halving at the root; the action is the best-scored of
+    the most visited considered actions, the target softmax(prior + completed Q)."""
+    root = root.replace(prior_logits=_mask_invalid(root.prior_logits, invalid_actions))
+    key, gumbel_key = jax.random.split(key)
+    logits = root.prior_logits
+    gumbel = config.gumbel_scale * jax.random.gumbel(gumbel_key, logits.shape, logits.dtype)
+    tree = tree_search.search(
+        params,
+        key,
+        root=root,
+        recurrent_fn=recurrent_fn,
+        root_action_selection_fn=functools.partial(
+            mctx.gumbel_muzero_root_action_selection,
+            num_simulations=config.num_simulations,
+            max_num_considered_actions=config.max_num_considered_actions,
+            qtransform=qtransform,
+        ),
+        interior_action_selection_fn=functools.partial(
+            mctx.gumbel_muzero_interior_action_selection, qtransform=qtransform
+        ),
+        num_simulations=config.num_simulations,
+        max_depth=config.max_depth,
+        invalid_actions=invalid_actions,
+        extra_data=mctx.GumbelMuZeroExtraData(root_gumbel=gumbel),
+        writes=writes,
+    )
+    visits = tree.summary().visit_counts
+    completed_q = jax.vmap(qtransform, in_axes=[0, None])(tree, tree.ROOT_INDEX)
+    # Sequential Halving's final score: only the most visited actions may be chosen.
+    most_visited = visits == jnp.max(visits, axis=-1, keepdims=True)
+    centred = logits - jnp.max(logits, axis=-1, keepdims=True)
+    score = jnp.maximum(-1e9, gumbel + centred + completed_q)
+    score = score + jnp.where(most_visited, 0, -jnp.inf)
+    if invalid_actions is not None:
+        score = jnp.where(invalid_actions, -jnp.inf, score)
+    action = jnp.argmax(score, axis=-1)
+    action_weights = jax.nn.softmax(_mask_invalid(logits + completed_q, invalid_actions))
+    return tree, action, action_weights
+
+
+def _muzero(params, key, root, recurrent_fn, config, invalid_actions, qtransform, writes):
+    """`mctx.muzero_policy`'s steps on `tree_search.search`: Dirichlet noise on the root
+    prior, PUCT everywhere; the target is the root's visit distribution, the action
+    sampled from it sharpened by `temperature`, among visited actions only (mctx gives
+    unvisited and invalid actions `tiny**(1/temperature)`, which a high temperature makes
+    a real probability); where mctx's sample is visited, both are the same."""
+    action_key, noise_key, search_key = jax.random.split(key, 3)
+    batch_size, num_actions = root.prior_logits.shape
+    alpha = jnp.full([num_actions], config.dirichlet_alpha)
+    noise = jax.random.dirichlet(noise_key, alpha=alpha, shape=(batch_size,))
+    fraction = config.dirichlet_fraction
+    probs = (1 - fraction) * jax.nn.softmax(root.prior_logits) + fraction * noise
+    noisy_logits = jnp.log(jnp.maximum(probs, jnp.finfo(probs.dtype).tiny))
+    root = root.replace(prior_logits=_mask_invalid(noisy_logits, invalid_actions))
+    interior = functools.partial(
+        mctx.muzero_action_selection,
+        pb_c_base=config.pb_c_base,
+        pb_c_init=config.pb_c_init,
+        qtransform=qtransform,
+    )
+    tree = tree_search.search(
+        params,
+        search_key,
+        root=root,
+        recurrent_fn=recurrent_fn,
+        root_action_selection_fn=functools.partial(interior, depth=0),
+        interior_action_selection_fn=interior,
+        num_simulations=config.num_simulations,
+        max_depth=config.max_depth,
+        invalid_actions=invalid_actions,
+        writes=writes,
+    )
+    action_weights = tree.summary().visit_probs
+    return tree, _sample_visited(action_key, action_weights, config.temperature), action_weights
+
+
+def _mask_invalid(logits: chex.Array, invalid_actions: chex.Array | None) -> chex.Array:
+    """Logits with invalid actions at the dtype's lowest value (not -inf, which would
+    make a softmax NaN where every action is invalid), after mctx."""
+    if invalid_actions is None:
+        return logits
+    logits = logits - jnp.max(logits, axis=-1, keepdims=True)
+    return jnp.where(invalid_actions, jnp.finfo(logits.dtype).min, logits)
 
 
 def search(
@@ -135,14 +206,17 @@ def search(
     observation: chex.ArrayTree,
     config: SearchConfig,
     invalid_actions: chex.Array | None = None,
+    writes: tree_search.Writes = "auto",
 ) -> SearchOutput:
     """Plans from a batch of observations `[B, ...]` with `model` and returns a `SearchOutput`.
 
-    Jit with `model` and `config` closed over or static (both are hashable).
-    `invalid_actions` `[B, A]` masks actions at the root (1 or True: invalid).
+    Jit with `model`, `config` and `writes` closed over or static (all hashable).
+    `invalid_actions` `[B, A]` masks actions at the root (1 or True: invalid); `writes`
+    as `run_policy`'s.
     """
     root = make_root(model, params, observation)
-    return run_policy(params, key, root, make_recurrent_fn(model), config, invalid_actions)
+    recurrent_fn = make_recurrent_fn(model)
+    return run_policy(params, key, root, recurrent_fn, config, invalid_actions, writes)
 
 
 def _sample_visited(key: chex.PRNGKey, visit_probs: chex.Array, temperature: float) -> chex.Array:
