@@ -8,9 +8,10 @@
   it sharpened by `temperature`.
 
 Both are `mctx.gumbel_muzero_policy`'s and `mctx.muzero_policy`'s steps, with mctx's
-action selection and Q transforms, run on `tree_search.search` (mctx's simulations with
-the tree written by comparisons, not scatters, which a TPU runs as loops): with the same
-inputs and key, the same tree and outputs as mctx's, bit for bit (tested against mctx).
+action selection and Q transforms, run on `tree_search.search` (on a TPU, mctx's
+simulations with the tree written by comparisons, not scatters, which a TPU runs as
+loops; elsewhere mctx's own search): with the same inputs and key, the same tree and
+outputs as mctx's, bit for bit (tested against mctx).
 The only departure: the MuZero action is sampled among visited, valid actions only (mctx
 gives unvisited and invalid actions the weight `tiny**(1/temperature)`, which a high
 temperature turns into a real probability); where mctx's sample is visited and valid,
