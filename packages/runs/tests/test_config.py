@@ -47,7 +47,7 @@ def test_on_row_gets_each_row_as_it_is_logged(tmp_path):
             run.advance(10)
             run.log({"charts/episodic_return": 1.0})
     assert [r["env_steps"] for r in rows] == [10, 20, 30]
-    assert rows == run.history and rows[0] is not run.history[0]
+    assert rows == run.rows.history and rows[0] is not run.rows.history[0]
 
 
 def test_a_stored_config_s_renamed_field_reads_as_its_present_name():

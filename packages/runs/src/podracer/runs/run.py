@@ -45,18 +45,15 @@ from podracer.runs.directory import RunLock
 from podracer.runs.directory import auto_name
 from podracer.runs.directory import read_jsonl
 from podracer.runs.distributed import initialize_distributed
-from podracer.runs.progress import Progress
 from podracer.runs.provenance import provenance
 from podracer.runs.result import RunResult
-from podracer.runs.result import history_return
 from podracer.runs.run_checkpoints import EVAL_METRIC
 from podracer.runs.run_checkpoints import Restored
 from podracer.runs.run_checkpoints import RunCheckpoints
 from podracer.runs.run_checkpoints import refuse_learning_changes
+from podracer.runs.run_rows import RunRows
 from podracer.runs.signals import StopSignals
-from podracer.runs.writer import MetricWriter
 from podracer.runs.writer import check_open_files
-from podracer.runs.writer import hyperparameter_table
 
 
 def _crossed(interval: int, before: int, after: int) -> bool:
@@ -86,24 +83,19 @@ class Run:
         self.step = 0  # loop steps so far (Orbax's step number)
         self.env_steps = 0
         self.interrupted = False
-        self.history: list[dict[str, Any]] = []
-        self._on_row = on_row  # the caller's, given each row as it is logged
         self._changes = changes  # fields a resume changed: {field: (old, new)}
         self._restored: dict[str, Any] | None = None
         self._restored_rows: int | None = None  # metric rows the restored checkpoint saw
         self._initial: str | None = None  # the checkpoint a fresh run started from
         self._recorder = None  # films greedy episodes (video_interval)
         self.checkpoints = RunCheckpoints(config, runtime, directory, self.is_writer)
-        self._writer = MetricWriter(None)
-        self._progress: Progress | None = None
+        self.rows = RunRows(config, runtime, self.is_writer, on_row)
         # A command line's handlers (and a signal they caught during start-up), or ours.
         self._signals = signals.installed() or StopSignals()
         self._signals.on_second = self._second_signal_message
         self._clock = RunClock()
         self._last = False
         self._previous_env_steps = 0
-        self._recent_return = math.nan
-        self._return_time = -math.inf  # when the progress line's return was last computed
         self._lock: RunLock | None = None  # the run directory's, on process 0
         # Programs loaded from JAX's persistent cache so far (`Run.open` sets its folder).
         self._cache_hits = compile_cache.CacheHits(None)
@@ -124,7 +116,7 @@ class Run:
         the cache's folder.
 
         `on_row(row)` is called in this thread with each row `log` writes (on the
-        writing process only), as `history` holds it: `env_steps`, `seed` in a
+        writing process only), as `rows.history` holds it: `env_steps`, `seed` in a
         multi-seed run, and the metrics."""
         import jax
 
@@ -212,44 +204,19 @@ class Run:
                 })  # fmt: skip
             else:
                 self.dir.write_provenance(ran)
-        wandb = None
-        if config.wandb_project:
-            wandb = dict(
-                project=config.wandb_project, entity=config.wandb_entity, mode=config.wandb_mode,
-                config={"runtime": self.runtime, **config.to_json()},
-            )  # fmt: skip
-        self._writer = MetricWriter(
-            self.dir if self.is_writer else None, config.tensorboard,
-            truncate_after=self.env_steps if config.resume else None, wandb=wandb,
-        )  # fmt: skip
-        # As CleanRL does: the config as a table in TensorBoard's text tab.
-        self._writer.write_text(
-            "hyperparameters", hyperparameter_table({"runtime": self.runtime, **config.to_json()}),
-            self.env_steps,
-        )  # fmt: skip
-        self._progress = Progress(
-            self.total_env_steps, self.env_steps, enabled=config.progress and self.is_writer
-        )
-        logged = self._restored_rows
-        if self.is_writer and logged is not None and self._writer.rows < logged:
-            self._progress.status(
-                f"{self.runtime}: metrics.jsonl holds {self._writer.rows:,} rows up to env step "
-                f"{self.env_steps:,}, where the run had logged {logged:,}: rows deleted from it "
-                f"are not made again (the run continues from its checkpoint)",
-                always=True,
-            )
+        self.rows.open(self.dir, self.env_steps, self.total_env_steps, self._restored_rows)
         how = (
             f"resumed at env step {self.env_steps:,}" if self._restored
             else "resumed: no checkpoint yet, from the start" if config.resume
             else f"new run, from {self._initial}'s params" if self._initial else "new run"
         )  # fmt: skip
-        self._progress.status(
+        self.rows.status(
             f"{self.runtime}: {config.agent} on {config.env}, run {self.dir.path} ({how})"
         )
         rounding = config.rounding_line(self.num_processes)
         if rounding and self.is_writer:  # every check passed; before the loop compiles
-            self._progress.status(f"{self.runtime}: {rounding}", always=True)
-        self._progress.status(f"{self.runtime}: {status}")
+            self.rows.status(f"{self.runtime}: {rounding}", always=True)
+        self.rows.status(f"{self.runtime}: {status}")
         self._last = self.env_steps >= self.total_env_steps
 
     @property
@@ -355,23 +322,11 @@ class Run:
             raise ValueError(f"Run.log: env_steps={steps} is outside the step just finished")
         # One value for every member's row of this step.
         sps, elapsed = self._clock.row(steps, before, self.env_steps)
-        for tag, r in zip(tags, rows, strict=True):
+        for r in rows:
             if math.isfinite(sps):  # not in a row of the step that compiled (`RunClock.row`)
                 r.setdefault("charts/SPS", sps)
             r.setdefault("timing/elapsed", elapsed)
-            self._writer.write(steps, r, tag)
-            entry = {"env_steps": steps, **tag, **r}
-            self.history.append(entry)
-            if self._on_row is not None and self.is_writer:
-                self._on_row(dict(entry))
-        if self._progress is not None:
-            # The summary's final return, of the rows so far (the two agree at the end);
-            # once a second at most, as it reads the history.
-            now = time.perf_counter()
-            if self._last or now - self._return_time >= 1.0:
-                rows = self._writer.earlier + self.history
-                self._recent_return, self._return_time = history_return(rows), now
-            self._progress.update(steps, self.sps_after_compile(), self._recent_return)
+        self.rows.write(steps, rows, tags, self._last, self.sps_after_compile())
 
     def sps_after_compile(self) -> float:
         """Env steps per second of this session, compile excluded: what the progress line,
@@ -387,14 +342,16 @@ class Run:
         if not (self.due("checkpoint") or self._last or evaluated):
             return False
         metrics = None
-        rows = [r for r in self.history if r["env_steps"] == self.env_steps and EVAL_METRIC in r]
+        rows = [
+            r for r in self.rows.history if r["env_steps"] == self.env_steps and EVAL_METRIC in r
+        ]
         if evaluated and rows:  # process 0 evaluates; the others save without a metric
             metrics = {EVAL_METRIC: float(np.mean([r[EVAL_METRIC] for r in rows]))}
         metadata = {
             "runtime": self.runtime, "agent": self.config.agent,
             "config": {"runtime": self.runtime, **self.config.to_json()},
             "env_spec": spec.to_json(), "env_steps": self.env_steps, "step": self.step,
-            "elapsed": self.elapsed, "metric_rows": self._writer.rows,
+            "elapsed": self.elapsed, "metric_rows": self.rows.written,
             "compile_cache": {"dir": self._cache_hits.path, "hits": self.compile_cache_hits},
         }  # fmt: skip
         return self.checkpoints.save(self.step, train, metadata, runtime, metrics)
@@ -430,9 +387,9 @@ class Run:
                 f"checkpoint saved. Resume with: {self.resume_command()}",
                 file=sys.stderr, flush=True,
             )  # fmt: skip
-        return RunResult(state, self.history, self.env_steps, self.step, float(sps),
+        return RunResult(state, self.rows.history, self.env_steps, self.step, float(sps),
                          float(compile_seconds), self.interrupted, self.dir.path,
-                         self.compile_cache_hits, self._writer.earlier)  # fmt: skip
+                         self.compile_cache_hits, self.rows.earlier)  # fmt: skip
 
     def resume_command(self) -> str:
         root = self.config.runs_root
@@ -448,9 +405,7 @@ class Run:
         if self._recorder is not None:
             self._recorder.close()
             self._recorder = None
-        if self._progress is not None:
-            self._progress.close()
-        self._writer.close()
+        self.rows.close()
         self.checkpoints.close()
         if self._lock is not None:  # last: after the final checkpoint and metrics
             self._lock.release()
