@@ -20,7 +20,10 @@ comparison passes over every node's, so past `_SELECT_MAX_ELEMENTS` per batch en
 keep mctx's scatter and gather.
 
 Action selection is mctx's own functions (`mctx.muzero_action_selection`,
-`mctx.gumbel_muzero_*_action_selection`), which read the tree as mctx does.
+`mctx.gumbel_muzero_*_action_selection`), given the tree as seen from the node being
+left (its row alone, as node 0: `_node_view`), so that their reads are static slices,
+not gathers; a selection function that reads other nodes than the one it is given needs
+`writes="scatter"`.
 """
 
 from __future__ import annotations
@@ -77,12 +80,12 @@ def search(
             invalid_actions=invalid_actions, extra_data=extra_data, loop_fn=loop_fn,
         )  # fmt: skip
 
-    def select(key, tree, node_index, depth):
+    def select(key, view, depth):  # `view`: the tree seen from the node, as node 0
         return jax.lax.cond(
             depth == 0,
-            lambda x: root_action_selection_fn(*x[:3]),
-            lambda x: interior_action_selection_fn(*x),
-            (key, tree, node_index, depth),
+            lambda x: root_action_selection_fn(x[0], x[1], 0),
+            lambda x: interior_action_selection_fn(x[0], x[1], 0, x[2]),
+            (key, view, depth),
         )
 
     batch_size = root.value.shape[0]
@@ -218,6 +221,27 @@ def _fill_node(
     )
 
 
+_NODE_FIELDS = (
+    "node_visits", "raw_values", "node_values", "parents", "action_from_parent",
+    "children_index", "children_prior_logits", "children_visits", "children_rewards",
+    "children_discounts", "children_values",
+)  # fmt: skip
+
+
+def _node_view(tree: Tree, node: chex.Array) -> Tree:
+    """The (unbatched) tree as action selection sees it from `node`: every per-node field
+    holds `node`'s row alone, as node 0, so that selection indexes it statically rather
+    than gathering (mctx's selection functions and Q transforms read the node's row, the
+    root's invalid actions and `extra_data` only). The embeddings stay as they are."""
+    is_node = jnp.arange(tree.node_visits.shape[0]) == node
+
+    def row(x):
+        hit = is_node.reshape(is_node.shape + (1,) * (x.ndim - 1))
+        return jnp.sum(jnp.where(hit, x, 0), axis=0, keepdims=True).astype(x.dtype)
+
+    return tree.replace(**{name: row(getattr(tree, name)) for name in _NODE_FIELDS})
+
+
 class _Descent(NamedTuple):
     key: chex.PRNGKey
     node: chex.Array  # the node whose action is being chosen
@@ -234,7 +258,7 @@ def _simulate(keys: chex.Array, tree: Tree, select, max_depth: int):
     def one(key, tree):  # one batch entry's (unbatched) tree
         def step(s: _Descent) -> _Descent:
             key, select_key = jax.random.split(s.key)
-            action = select(select_key, tree, s.next_node, s.depth)
+            action = select(select_key, _node_view(tree, s.next_node), s.depth)
             hit = (jnp.arange(tree.children_index.shape[0])[:, None] == s.next_node) & (
                 jnp.arange(tree.children_index.shape[1])[None, :] == action
             )
