@@ -474,6 +474,14 @@ def _sampled_acting(
     return act, greedy_act
 
 
+def _greedy(search: SearchConfig) -> SearchConfig:
+    """The search without its exploration: no Gumbel noise, or no root noise and the most
+    visited action."""
+    if search.policy == "gumbel":
+        return dataclasses.replace(search, gumbel_scale=0.0)
+    return dataclasses.replace(search, dirichlet_fraction=0.0, temperature=0.0)
+
+
 def make_muzero(
     spec: EnvSpec, config: MuZeroConfig = MuZeroConfig(), total_updates: int | None = None
 ) -> Agent:
@@ -486,10 +494,7 @@ def make_muzero(
     obs_ndim = len(spec.observation_shape)
     if with_novelty:
         optimizer = frozen_statistics(optimizer, novelty.FROZEN_KEYS)
-    if config.search.policy == "gumbel":
-        greedy_search = dataclasses.replace(config.search, gumbel_scale=0.0)
-    else:
-        greedy_search = dataclasses.replace(config.search, dirichlet_fraction=0.0, temperature=0.0)
+    greedy_search = _greedy(config.search)
     if spec.is_discrete:
         net_action_shape, action_dtype = (), "int32"
         act, greedy_act = _discrete_acting(spec, config, model, greedy_search)
