@@ -41,6 +41,7 @@ def catch_demo(num_envs: int, updates: int, repeats: int, microbatches: int = 1)
 
     from podracer.agents import QLambdaConfig
     from podracer.agents import make_agent
+    from podracer.anakin import Plan
     from podracer.anakin import make_chunk
     from podracer.anakin import make_init
     from podracer.anakin import make_mesh
@@ -53,10 +54,10 @@ def catch_demo(num_envs: int, updates: int, repeats: int, microbatches: int = 1)
         env.spec,
         QLambdaConfig(learning_rate=1e-4, lambda_=0.9, gamma=0.99, num_microbatches=microbatches),
     )
-    mesh = make_mesh(1)
     T = 16
-    state = make_init(agent, env, num_envs, mesh)(jax.random.PRNGKey(0))
-    chunk = make_chunk(agent, env, T, updates, mesh)
+    plan = Plan(make_mesh(1), num_envs=num_envs, rollout_length=T, updates_per_chunk=updates)
+    state = make_init(agent, env, plan)(jax.random.PRNGKey(0))
+    chunk = make_chunk(agent, env, plan)
     state, train_s = _time_chunks(chunk, state, repeats)
 
     # Acting-only ceiling: the same rollouts, no loss, no gradient, no optimizer.
@@ -114,14 +115,14 @@ def cartpole_ppo(num_envs: int, total: int) -> dict:
 
 DEVICE_SCRIPT = """
 import json, time, jax
-from podracer.anakin import make_chunk, make_init, make_mesh
+from podracer.anakin import Plan, make_chunk, make_init, make_mesh
 from podracer.agents import make_agent
 from podracer.envs import make
 n = {n}
 env = make("catch"); agent = make_agent("qlambda", env.spec)
-mesh = make_mesh(n)
-state = make_init(agent, env, {envs}, mesh)(jax.random.PRNGKey(0))
-chunk = make_chunk(agent, env, 16, {updates}, mesh)
+plan = Plan(make_mesh(n), num_envs={envs}, rollout_length=16, updates_per_chunk={updates})
+state = make_init(agent, env, plan)(jax.random.PRNGKey(0))
+chunk = make_chunk(agent, env, plan)
 state, m = chunk(state); jax.block_until_ready(m)
 t0 = time.perf_counter()
 for _ in range({repeats}):

@@ -81,6 +81,7 @@ def acting_share(config, repeats: int = 2) -> float:
     import jax
 
     from podracer.agents import make_agent
+    from podracer.anakin import Plan
     from podracer.anakin import make_chunk
     from podracer.anakin import make_init
     from podracer.anakin import make_mesh
@@ -89,10 +90,10 @@ def acting_share(config, repeats: int = 2) -> float:
 
     env = make(config.env)
     agent = make_agent("muzero", env.spec, config.agent_config)
-    mesh = make_mesh(1)
     T, updates = config.rollout_length, min(config.updates_per_chunk, 20)
-    state = make_init(agent, env, config.num_envs, mesh, T)(jax.random.PRNGKey(0))
-    chunk = make_chunk(agent, env, T, updates, mesh)
+    plan = Plan(make_mesh(1), num_envs=config.num_envs, rollout_length=T, updates_per_chunk=updates)
+    state = make_init(agent, env, plan)(jax.random.PRNGKey(0))
+    chunk = make_chunk(agent, env, plan)
     rollout = make_rollout(agent, env, T)
 
     @jax.jit

@@ -130,6 +130,7 @@ def trace(num_envs: int, out: str) -> None:
 
     from podracer.agents import QLambdaConfig
     from podracer.agents import make_agent
+    from podracer.anakin import Plan
     from podracer.anakin import make_chunk
     from podracer.anakin import make_init
     from podracer.anakin import make_mesh
@@ -138,10 +139,9 @@ def trace(num_envs: int, out: str) -> None:
     env = make("catch")
     config = QLambdaConfig(learning_rate=1e-4, lambda_=0.9, gamma=0.99)
     agent = make_agent("qlambda", env.spec, config)
-    mesh = make_mesh(1)
-    init = make_init(agent, env, num_envs, mesh, config.rollout_length)
-    state = init(jax.random.PRNGKey(0))
-    chunk = make_chunk(agent, env, 16, 4, mesh)
+    plan = Plan(make_mesh(1), num_envs=num_envs, rollout_length=16, updates_per_chunk=4)
+    state = make_init(agent, env, plan)(jax.random.PRNGKey(0))
+    chunk = make_chunk(agent, env, plan)
     state, metrics = chunk(state)
     jax.block_until_ready(metrics)
     with jax.profiler.trace(os.path.join(out, f"trace{num_envs}")):
@@ -160,6 +160,7 @@ def trace_preset(env_id: str, agent_name: str, num_envs: int, out: str) -> None:
 
     from podracer.agents import make_agent
     from podracer.anakin import AnakinConfig
+    from podracer.anakin import Plan
     from podracer.anakin import make_chunk
     from podracer.anakin import make_init
     from podracer.anakin import make_mesh
@@ -168,10 +169,12 @@ def trace_preset(env_id: str, agent_name: str, num_envs: int, out: str) -> None:
     config, _ = AnakinConfig.from_preset(env=env_id, agent=agent_name)
     env = make(config.env)
     agent = make_agent(config.agent, env.spec, config.agent_config)
-    mesh = make_mesh(1)
-    init = make_init(agent, env, num_envs, mesh, config.rollout_length)
-    state = init(jax.random.PRNGKey(0))
-    chunk = make_chunk(agent, env, config.rollout_length, config.updates_per_chunk, mesh)
+    plan = Plan(
+        make_mesh(1), num_envs=num_envs, rollout_length=config.rollout_length,
+        updates_per_chunk=config.updates_per_chunk,
+    )  # fmt: skip
+    state = make_init(agent, env, plan)(jax.random.PRNGKey(0))
+    chunk = make_chunk(agent, env, plan)
     state, metrics = chunk(state)
     jax.block_until_ready(metrics)
     name = f"trace_{agent_name}_{num_envs}"

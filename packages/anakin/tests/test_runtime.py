@@ -17,6 +17,7 @@ from podracer.agents import QLambdaConfig
 from podracer.agents import ReplayConfig
 from podracer.agents import make_agent
 from podracer.anakin import AnakinConfig
+from podracer.anakin import Plan
 from podracer.anakin import make_chunk
 from podracer.anakin import make_init
 from podracer.anakin import make_mesh
@@ -59,9 +60,9 @@ TINY = AnakinConfig(
 def test_chunk_compiles_once_and_counts_updates():
     env = make("catch")
     agent = make_agent("qlambda", env.spec)
-    mesh = make_mesh(1)
-    state = make_init(agent, env, 8, mesh)(jax.random.PRNGKey(0))
-    chunk = make_chunk(agent, env, 4, 5, mesh)
+    plan = Plan(make_mesh(1), num_envs=8, rollout_length=4, updates_per_chunk=5)
+    state = make_init(agent, env, plan)(jax.random.PRNGKey(0))
+    chunk = make_chunk(agent, env, plan)
     for _ in range(3):
         state, metrics = chunk(state)
     assert chunk.traces == 1
@@ -79,10 +80,10 @@ def test_an_env_with_weak_typed_reset_state_compiles_once():
     initial state is made strongly typed, so the second chunk reuses the first's program."""
     env = make("gymnax:Pendulum-v1")
     agent = make_agent("ppo", env.spec)
-    mesh = make_mesh(1)
-    state = make_init(agent, env, 4, mesh)(jax.random.PRNGKey(0))
+    plan = Plan(make_mesh(1), num_envs=4, rollout_length=4)
+    state = make_init(agent, env, plan)(jax.random.PRNGKey(0))
     assert not any(x.weak_type for x in jax.tree.leaves(state))
-    chunk = make_chunk(agent, env, 4, 1, mesh)
+    chunk = make_chunk(agent, env, plan)
     for _ in range(2):
         state, _ = chunk(state)
     assert chunk.traces == 1
@@ -91,9 +92,9 @@ def test_an_env_with_weak_typed_reset_state_compiles_once():
 def test_a_chunk_bins_its_metrics_by_the_rows_it_is_given():
     env = make("catch")
     agent = make_agent("qlambda", env.spec)
-    mesh = make_mesh(1)
-    init = make_init(agent, env, 8, mesh)
-    chunk = make_chunk(agent, env, 9, 6, mesh)  # a rollout of 9 steps: an episode per env
+    # A rollout of 9 steps: an episode per env.
+    plan = Plan(make_mesh(1), num_envs=8, rollout_length=9, updates_per_chunk=6)
+    init, chunk = make_init(agent, env, plan), make_chunk(agent, env, plan)
     whole, totals = chunk(init(jax.random.PRNGKey(0)))
     binned, bins = chunk(init(jax.random.PRNGKey(0)), 6, rows=(1, 3))
     jax.tree.map(np.testing.assert_array_equal, jax.device_get(whole), jax.device_get(binned))
@@ -111,9 +112,8 @@ def test_a_chunk_split_into_calls_gives_the_same_state():
     # What the run loop does with a chunk too long to stop in bounded time.
     env = make("catch")
     agent = make_agent("ppo", env.spec)
-    mesh = make_mesh(1)
-    init = make_init(agent, env, 8, mesh)
-    chunk = make_chunk(agent, env, 4, 5, mesh)
+    plan = Plan(make_mesh(1), num_envs=8, rollout_length=4, updates_per_chunk=5)
+    init, chunk = make_init(agent, env, plan), make_chunk(agent, env, plan)
     whole, _ = chunk(init(jax.random.PRNGKey(0)))
     split = init(jax.random.PRNGKey(0))
     for updates in (2, 1, 2):
@@ -171,10 +171,10 @@ def test_a_run_of_one_chunk_reports_its_compile_and_leaves_it_out_of_sps(tmp_pat
 def test_replay_fills_wraps_and_learns_from_samples():
     env = make("catch")
     agent = make_agent("muzero", env.spec, TINY_MUZERO)
-    mesh = make_mesh(1)
-    state = make_init(agent, env, 8, mesh, rollout_length=4)(jax.random.PRNGKey(0))
+    plan = Plan(make_mesh(1), num_envs=8, rollout_length=4, updates_per_chunk=2)
+    state = make_init(agent, env, plan)(jax.random.PRNGKey(0))
     assert state.replay.items.action.shape == (1, 24, 5)  # [devices, capacity, T+1]
-    chunk = make_chunk(agent, env, 4, 2, mesh)
+    chunk = make_chunk(agent, env, plan)
     state, _ = chunk(state)  # 2 rollouts x 8 envs = 16 sequences
     assert int(state.replay.size[0]) == 16 and int(state.replay.insert_index[0]) == 16
     # Every stored row is a real sequence: its first step is some env's observation.

@@ -2,6 +2,7 @@
 and what `lazy_loader.attach_stub` in `__init__.py` imports on first use."""
 
 from .config import AnakinConfig as AnakinConfig
+from .plan import Plan as Plan
 from .run import train as train
 from .runtime import ChunkMetrics as ChunkMetrics
 from .runtime import RunnerState as RunnerState

@@ -7,6 +7,7 @@ checkpoint's shared `train` item, the rest its `runtime` item.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -24,10 +25,11 @@ from podracer.agents import ConfigError
 from podracer.agents import learner_updates
 from podracer.agents import make_agent
 from podracer.anakin.config import AnakinConfig
+from podracer.anakin.plan import Plan
+from podracer.anakin.plan import Swept
 from podracer.anakin.runtime import MAX_ROWS
 from podracer.anakin.runtime import ChunkMetrics
 from podracer.anakin.runtime import RunnerState
-from podracer.anakin.runtime import Swept
 from podracer.anakin.runtime import check_memory
 from podracer.anakin.runtime import make_chunk
 from podracer.anakin.runtime import make_evaluate
@@ -90,13 +92,14 @@ def build(config: AnakinConfig, env) -> tuple[Any, Program]:
         swept = Swept(agent_with, {f: np.array([p[f] for p in per_member]) for f in grid.fields})
     agent = agent_with(grid.points[0])
     if swept is None:
-        return agent, _program(config, env, agent, mesh, swept)
+        return agent, _program(config, env, agent, Plan.of(config, mesh))
+    plan = Plan.of(config, mesh, swept)
     try:
-        program = _program(config, env, agent, mesh, swept)
+        program = _program(config, env, agent, plan)
     except ConfigError:
         raise
     except _SWEEP_ERRORS:  # the agent cannot take a traced value of a swept field
-        raise ConfigError(_unsweepable(config, env, agent, mesh, swept)) from None
+        raise ConfigError(_unsweepable(config, env, agent, plan)) from None
     return agent, program
 
 
@@ -113,41 +116,36 @@ _SWEEP_ERRORS = (
 )
 
 
-def _program(config: AnakinConfig, env, agent, mesh, swept) -> Program:
-    members, pbt = config.num_members, config.pbt_interval > 0
-    init = make_init(agent, env, config.num_envs, mesh, config.rollout_length, members, swept, pbt)
+def _program(config: AnakinConfig, env, agent, plan: Plan) -> Program:
+    mesh, members = plan.mesh, plan.num_members
+    init = make_init(agent, env, plan)
     abstract = jax.eval_shape(init, member_keys(config))
-    check_memory(abstract, config.num_envs, config.rollout_length, mesh)
-    evaluate = None
-    if config.eval_interval:
-        evaluate = make_evaluate(
-            agent, env, config.eval_episodes, config.eval_max_steps, mesh, members, swept
-        )
-    chunk = make_chunk(
-        agent, env, config.rollout_length, config.updates_per_chunk, mesh, members, swept
-    )
+    check_memory(abstract, plan.num_envs, plan.rollout_length, mesh)
+    evaluate = make_evaluate(agent, env, plan) if plan.eval_envs else None
+    chunk = make_chunk(agent, env, plan)
     shardings = state_shardings(mesh, abstract, members)
     abstract = abstract_like(abstract, shardings)
-    if swept is not None:  # traced now, so that a field the agent cannot sweep fails here
+    if plan.swept is not None:  # traced now, so that a field the agent cannot sweep fails here
         chunk.lower(abstract)
         if evaluate is not None:
             keys = jax.ShapeDtypeStruct((members, 2), jnp.uint32)
             jax.eval_shape(evaluate, abstract.train.params, keys)
     exploit = None
-    if pbt:
+    if plan.population:
         grid = config.grid
         bounds = {f: (min(v), max(v)) for f, v in zip(grid.fields, grid.values, strict=True)}
         exploit = make_exploit(mesh, members, config.pbt_exploited, bounds)
     return Program(init, chunk, evaluate, abstract, exploit)
 
 
-def _unsweepable(config: AnakinConfig, env, agent, mesh, swept: Swept) -> str:
+def _unsweepable(config: AnakinConfig, env, agent, plan: Plan) -> str:
     """The one-line error for a sweep whose program cannot trace: the fields that fail
     when swept alone (the agent reads them in Python)."""
     failing, reason = [], ""
-    for field, values in swept.values.items():
+    for field, values in plan.swept.values.items():
+        alone = dataclasses.replace(plan, swept=plan.swept._replace(values={field: values}))
         try:
-            _program(config, env, agent, mesh, swept._replace(values={field: values}))
+            _program(config, env, agent, alone)
         except ConfigError:
             raise
         except _SWEEP_ERRORS as e:

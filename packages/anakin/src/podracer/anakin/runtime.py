@@ -51,6 +51,7 @@ from podracer.agents import jax_episodes
 from podracer.agents import make_learn
 from podracer.agents import pmean_flat
 from podracer.agents.evaluation import per_env
+from podracer.anakin.plan import Plan
 from podracer.envs import JaxEnv
 from podracer.envs import TimeStep
 
@@ -100,26 +101,6 @@ class ChunkMetrics(NamedTuple):
     episode_count: chex.Array  # float32
 
 
-class Swept(NamedTuple):
-    """A sweep's members: `build(values)` is a member's agent from its swept values
-    (`agent_config` paths -> scalars, traced inside the program), `values` each path's
-    value for every member, `[M]` float32."""
-
-    build: Callable[[Mapping[str, Any]], Agent]
-    values: dict[str, np.ndarray]
-
-
-def _members(agent: Agent, swept: Swept | None, num_seeds: int):
-    """`(agent_of, values)`: a member's agent from its values, and the values the member
-    axis maps over (one member's scalars when there is no member axis)."""
-    if swept is None:
-        return (lambda _: agent), {}
-    values = {k: np.asarray(v, np.float32) for k, v in swept.values.items()}
-    if num_seeds == 1:
-        values = {k: v[0] for k, v in values.items()}
-    return swept.build, values
-
-
 def make_mesh(num_devices: int) -> Mesh:
     """A 1-D mesh over the first `num_devices` devices of all processes."""
     devices = jax.devices()[:num_devices]
@@ -155,26 +136,16 @@ def _act(agent: Agent):
                                                     ts.first, step)  # fmt: skip
 
 
-def make_init(
-    agent: Agent,
-    env: JaxEnv,
-    num_envs: int,
-    mesh: Mesh,
-    rollout_length: int | None = None,
-    num_seeds: int = 1,
-    swept: Swept | None = None,
-    population: bool = False,
-) -> Callable[[chex.PRNGKey], RunnerState]:
+def make_init(agent: Agent, env: JaxEnv, plan: Plan) -> Callable[[chex.PRNGKey], RunnerState]:
     """`init(key) -> RunnerState`, computed directly into its shardings (multi-host safe).
 
-    With `num_seeds > 1`, `init(keys [S, 2])`: S independent states stacked on a leading
-    member axis (member k's state is what `init(keys[k])` makes alone; with `swept`, with
-    its own agent; with `population`, holding its swept values for PBT). `rollout_length`
-    sizes the replay's sequences; agents with replay need it.
+    With `plan.num_members > 1`, `init(keys [S, 2])`: S independent states stacked on a
+    leading member axis (member k's state is what `init(keys[k])` makes alone; with a
+    sweep, with its own agent; with PBT's `population`, holding its swept values).
+    `plan.rollout_length` sizes the replay's sequences.
     """
-    if agent.replay is not None and rollout_length is None:
-        raise ValueError(f"make_init: agent {agent.name!r} has replay and needs rollout_length")
-    agent_of, values = _members(agent, swept, num_seeds)
+    num_envs, mesh, num_seeds = plan.num_envs, plan.mesh, plan.num_members
+    agent_of, values = plan.members(agent)
 
     def init_one(key, hparams):
         agent = agent_of(hparams)
@@ -187,13 +158,13 @@ def make_init(
         # A stored sequence looks like one environment's column of a rollout.
         shapes = None
         if agent.replay is not None:
-            rollout = make_rollout(agent, env, rollout_length)
+            rollout = make_rollout(agent, env, plan.rollout_length)
             shapes = jax.eval_shape(
                 rollout, train.params, env_state, timestep, env_keys, core, train.update_step
             )[0]
         replay_state = init_local_replays(agent, shapes, mesh.size)
         members = ()
-        if population:
+        if plan.population:
             zero = jnp.float32(0.0)
             members = Population({k: jnp.float32(v) for k, v in hparams.items()}, zero, zero)
         state = RunnerState(train, env_state, timestep, env_keys, replay_state, core, members)
@@ -301,18 +272,10 @@ def _episode_sums(timestep: TimeStep) -> tuple[chex.Array, chex.Array, chex.Arra
     )
 
 
-def make_chunk(
-    agent: Agent,
-    env: JaxEnv,
-    rollout_length: int,
-    updates_per_chunk: int,
-    mesh: Mesh,
-    num_seeds: int = 1,
-    swept: Swept | None = None,
-):
+def make_chunk(agent: Agent, env: JaxEnv, plan: Plan):
     """The compiled training chunk: `chunk(state, updates=None, rows=()) -> (state, ChunkMetrics)`.
 
-    `updates` (default `updates_per_chunk`) is an argument of the one compiled program,
+    `updates` (default `plan.updates_per_chunk`) is an argument of the one compiled program,
     not a shape: the run loop can make a call shorter (a long chunk split so a stop
     request is honoured in bounded time, or the run's last updates) without compiling
     again, and `n` updates in one call or in several give the same state. `rows` (at
@@ -320,10 +283,12 @@ def make_chunk(
     metric rows end: the metrics come binned by them, so one call gives a run's rows
     without ending at each (a call costs a host sync; benchmarks/harness_ab.py).
 
-    With `num_seeds > 1` the chunk is vmapped over the state's leading member axis (one
-    program trains every seed, or every member of a sweep with `swept`; metrics get a
-    leading `[S]` axis)."""
-    agent_of, values = _members(agent, swept, num_seeds)
+    With `plan.num_members > 1` the chunk is vmapped over the state's leading member axis
+    (one program trains every seed, or every member of a sweep; metrics get a leading
+    `[S]` axis)."""
+    rollout_length, updates_per_chunk = plan.rollout_length, plan.updates_per_chunk
+    mesh, num_seeds = plan.mesh, plan.num_members
+    agent_of, values = plan.members(agent)
     one_update = _one_update(env, rollout_length, mesh)
 
     def chunk(state: RunnerState, updates: jax.Array, row_ends: jax.Array, hparams):
@@ -508,20 +473,14 @@ def make_exploit(
     return call
 
 
-def make_evaluate(
-    agent: Agent,
-    env: JaxEnv,
-    num_envs: int,
-    max_steps: int,
-    mesh: Mesh,
-    num_seeds: int = 1,
-    swept: Swept | None = None,
-):
-    """`evaluate(params, key) -> mean undiscounted return` of one greedy episode per env,
-    the envs split over the mesh (each env's key from its global index). With
-    `num_seeds > 1`: params and keys with a leading member axis, returns `[S]`."""
-    per_device = num_envs // mesh.size
-    agent_of, values = _members(agent, swept, num_seeds)
+def make_evaluate(agent: Agent, env: JaxEnv, plan: Plan):
+    """`evaluate(params, key) -> mean undiscounted return` of one greedy episode per env of
+    `plan.eval_envs`, split over the mesh (each env's key from its global index), each at
+    most `plan.eval_max_steps` long. With `plan.num_members > 1`: params and keys with a
+    leading member axis, returns `[S]`."""
+    mesh, num_seeds, max_steps = plan.mesh, plan.num_members, plan.eval_max_steps
+    per_device = plan.eval_envs // mesh.size
+    agent_of, values = plan.members(agent)
 
     def evaluate(params, key, hparams):
         episodes = jax_episodes(agent_of(hparams), env, max_steps)
