@@ -270,23 +270,20 @@ def learner_sps(config, agent, seconds: float = SECONDS) -> float:
 
 
 def measure(name: str, config) -> dict:
-    import jax
 
     from podracer.agents import make_agent
     from podracer.envs import make_host
     from podracer.runs import final_return
+    from podracer.sebulba import Plan
     from podracer.sebulba import train
     from podracer.sebulba.rollout import XlaLoop
-    from podracer.sebulba.run import actor_devices
     from podracer.sebulba.run import choose_loop
 
     # The loop the training run's actors use: the XLA loop needs a CPU actor device.
-    devices = jax.local_devices()
-    pool = actor_devices(config, 0, devices)
-    actor_ids, _ = config.device_ids(len(devices), None if pool is devices else len(pool))
+    plan = Plan.of(config, 0, 1)
     probe = make_host(config.env, num_envs=1, **(config.env_kwargs or {}))
     spec = probe.spec
-    xla = choose_loop(config, probe, pool[actor_ids[0]]) is XlaLoop
+    xla = choose_loop(plan.actor_loop, probe, plan.actor_devices[0]) is XlaLoop
     probe.close()
     agent = make_agent(config.agent, spec, config.agent_config, total_updates=config.num_updates())
     a = raw_env_sps(config)

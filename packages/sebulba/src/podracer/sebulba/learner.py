@@ -32,9 +32,7 @@ update, publish the params, log, evaluate, checkpoint.
 
 from __future__ import annotations
 
-import sys
 import time
-from collections.abc import Callable
 from collections.abc import Sequence
 from typing import Any
 
@@ -51,13 +49,9 @@ from podracer.agents import init_local_replays
 from podracer.agents import init_train_state
 from podracer.agents import make_learn
 from podracer.agents import pmean_flat
-from podracer.runs import Run
 from podracer.sebulba.actor import Actor
 from podracer.sebulba.actor import Rollout
 from podracer.sebulba.lifetime import Supervisor
-from podracer.sebulba.params import ParameterServer
-from podracer.sebulba.stats import MetricAccumulator
-from podracer.sebulba.stats import stages
 
 AXIS = "learner"
 
@@ -244,55 +238,3 @@ def seed_keys(seed: int, num_seeds: int) -> jax.Array:
     if num_seeds == 1:
         return jax.random.PRNGKey(seed)
     return jnp.stack([jax.random.PRNGKey(seed + k) for k in range(num_seeds)])
-
-
-def learn(
-    run: Run,
-    learner: Learner,
-    state: TrainState,
-    params: ParameterServer,
-    metrics: MetricAccumulator | Sequence[MetricAccumulator],
-    trajectories_per_update: int,
-    steps_per_update: int,
-    evaluate: Callable[[Any], float | list[float]] | None,
-    spec: Any,
-) -> TrainState:
-    """The learner loop until the run ends (budget, wall time, or a stop every process
-    agreed on); returns the final train state. `evaluate(params)` (process 0's, or None)
-    gives the greedy return when an evaluation is due. With several seeds, `metrics`
-    holds one accumulator per seed, `evaluate` gives one return per seed, and each row
-    is a list of one per seed (`Run.log`)."""
-    many = not isinstance(metrics, MetricAccumulator)
-    accumulators = list(metrics) if many else [metrics]
-    g = 0  # the global index of the next trajectory to consume
-    while run.running():
-        t0 = time.perf_counter()
-        rollouts = learner.collect(g, trajectories_per_update)
-        waited = time.perf_counter() - t0
-        g += trajectories_per_update
-        # This process's stop vote rides on the update; `stop` is every process's verdict.
-        state, losses, update_s, stop = learner.update(state, rollouts, run.stop_vote())
-        t1 = time.perf_counter()
-        params.publish(local_replica(state.params), run.step + 1)
-        publish_s = time.perf_counter() - t1
-        for acc, seed_rollouts, seed_losses in zip(accumulators, rollouts, losses, strict=True):
-            acc.add_update(run.step, seed_rollouts, seed_losses, waited, update_s, publish_s)
-        run.advance(steps_per_update, stop=stop)
-        # Decided alike on every process: a row is a collective (metrics over processes).
-        evaluating = run.due("eval")
-        if evaluating or run.due("log"):
-            rows = [acc.row() for acc in accumulators]
-            if evaluating and evaluate is not None:
-                returns = evaluate(local_replica(state.params))
-                returns = returns if many else [returns]
-                for row, value in zip(rows, returns, strict=True):
-                    row["eval/episodic_return"] = value
-            run.log(rows if many else rows[0])
-        run.maybe_record(learner.agent, state.params)
-        run.maybe_save(spec, state)
-    line = stages(accumulators)
-    if run.is_writer and line:
-        # Beside the progress line (stderr): stdout keeps the run's one summary line.
-        seeds = f" (the actors of all {len(accumulators)} seeds)" if many else ""
-        print(f"{run.runtime}: {line}{seeds}", file=sys.stderr, flush=True)
-    return state

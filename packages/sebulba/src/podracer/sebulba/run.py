@@ -1,8 +1,9 @@
 """`train(config)`: build envs, agent and actor threads, then run the learner loop.
 
-The learner runs in the calling thread (`learner.learn`, under the run harness); actors
-run in worker threads. Everything that can fail on bad input (devices, env name, agent
-options, a refused resume) fails before the first compile.
+What runs where is decided once, after the run opens (`Plan.of`). The learner loop runs
+in the calling thread (`learn`, under the run harness); actors run in worker threads.
+Everything that can fail on bad input (devices, env name, agent options, a refused
+resume) fails before the first compile.
 
 Multi-host (`--distributed`): every process runs this same function on its own devices
 (device ids are local indices, the same on every process) and its own environments; the
@@ -15,7 +16,10 @@ process through Orbax.
 from __future__ import annotations
 
 import contextlib
+import sys
+import time
 from collections.abc import Callable
+from collections.abc import Sequence
 from typing import Any
 
 import jax
@@ -23,6 +27,7 @@ import numpy as np
 
 from podracer.agents import Agent
 from podracer.agents import ConfigError
+from podracer.agents import TrainState
 from podracer.agents import host_episodes
 from podracer.agents import learner_updates
 from podracer.agents import make_agent
@@ -34,21 +39,19 @@ from podracer.sebulba.actor import Actor
 from podracer.sebulba.actor import deterministic_schedule
 from podracer.sebulba.config import SebulbaConfig
 from podracer.sebulba.learner import Learner
-from podracer.sebulba.learner import global_learner_mesh
 from podracer.sebulba.learner import init_state
-from podracer.sebulba.learner import learn
-from podracer.sebulba.learner import learner_mesh
 from podracer.sebulba.learner import local_replica
-from podracer.sebulba.learner import process_devices
 from podracer.sebulba.learner import replicated
 from podracer.sebulba.learner import seed_keys
 from podracer.sebulba.learner import trajectory_sharding
 from podracer.sebulba.lifetime import Supervisor
 from podracer.sebulba.params import ParameterServer
+from podracer.sebulba.plan import Plan
 from podracer.sebulba.rollout import PythonLoop
 from podracer.sebulba.rollout import XlaLoop
 from podracer.sebulba.rollout import has_xla
 from podracer.sebulba.stats import MetricAccumulator
+from podracer.sebulba.stats import stages
 from podracer.sebulba.timing import PhaseTimer
 
 # (num_envs, seed) -> a HostEnv with batch_size == num_envs; the default is make_host(config.env).
@@ -90,66 +93,54 @@ def _default_env_fn(name: str, env_kwargs: dict | None = None) -> EnvFn:
     return make
 
 
-def choose_loop(config: SebulbaConfig, env: HostEnv, device: jax.Device) -> type:
-    """The rollout loop class an actor on `device` uses for `env` (`config.actor_loop`)."""
+def choose_loop(actor_loop: str, env: HostEnv, device: jax.Device) -> type:
+    """The rollout loop class an actor on `device` uses for `env` (`actor_loop`: "auto",
+    "xla" or "python")."""
     xla_ok = has_xla(env) and device.platform == "cpu"
-    if config.actor_loop == "xla" and not xla_ok:
+    if actor_loop == "xla" and not xla_ok:
         raise ConfigError(
             f"SebulbaConfig.actor_loop='xla' needs an envpool env on a CPU actor device; "
             f"env {env.spec.name!r} on {device.platform}"
         )
-    use_xla = config.actor_loop == "xla" or (config.actor_loop == "auto" and xla_ok)
+    use_xla = actor_loop == "xla" or (actor_loop == "auto" and xla_ok)
     return XlaLoop if use_xla else PythonLoop
 
 
-def actor_devices(config: SebulbaConfig, process: int, devices: list) -> list:
-    """The devices actor ids index: `devices` (this process's default-backend devices), or
-    its CPU devices with `actor_backend="cpu"` when the default backend is another."""
-    if config.actor_backend == "default" or devices[0].platform == "cpu":
-        return devices
-    cpus = [d for d in jax.devices("cpu") if d.process_index == process]
-    return sorted(cpus, key=lambda d: d.id)
-
-
-def make_envs(
-    config: SebulbaConfig, env_fn: EnvFn, first_thread: int, num_threads: int,
-    seed: int | None = None,
-) -> list:  # fmt: skip
-    """Each actor thread's env lanes, built here in the calling thread: a bad name fails
-    before anything compiles. Env seeds depend on the thread's global index and on `seed`
-    (the run's, or seed+k for seed k of a multi-seed run)."""
-    seed = config.seed if seed is None else seed
-    lane_envs = config.envs_per_thread // config.num_lanes
+def make_envs(env_fn: EnvFn, plan: Plan, seed: int) -> list:
+    """Each of this process's actor threads' env lanes, built here in the calling thread: a
+    bad name fails before anything compiles. Env seeds depend on the thread's global index
+    and on `seed` (the run's, or seed+k for seed k of a multi-seed run)."""
+    lanes, size = plan.num_lanes, plan.lane_envs
     return [
-        [env_fn(lane_envs, seed + (i * config.num_lanes + k) * lane_envs)
-         for k in range(config.num_lanes)]
-        for i in range(first_thread, first_thread + num_threads)
-    ]  # fmt: skip
+        [env_fn(size, seed + (i * lanes + k) * size) for k in range(lanes)]
+        for i in range(plan.first_thread, plan.first_thread + plan.num_threads)
+    ]
 
 
 def make_actors(
-    config: SebulbaConfig, agent: Agent, lanes: list, devices: list, mesh,
-    params: ParameterServer, supervisor: Supervisor, start: int, first_thread: int,
-    seed: int | None = None, member: int | None = None,
+    agent: Agent, lanes: list, plan: Plan, params: ParameterServer, supervisor: Supervisor,
+    start: int, *, seed: int, member: int | None = None,
 ) -> list[Actor]:  # fmt: skip
-    """One actor per lane group, `config.actor_threads_per_device` per actor device.
+    """One actor per lane group, `plan.threads_per_device` per actor device, putting its
+    trajectories on this process's learner devices.
 
-    `mesh` is this process's learner devices; each thread's key depends on its global
-    index, on `seed` (the run's, or seed+k for seed k) and on the update the run
-    (re)starts at. `member`: the seed index k in a multi-seed run, else None."""
-    loop_cls = choose_loop(config, lanes[0][0], devices[0])
-    seed = config.seed if seed is None else seed
+    Each thread's key depends on its global index, on `seed` (the run's, or seed+k for
+    seed k) and on the update the run (re)starts at. `member`: the seed index k in a
+    multi-seed run, else None."""
+    loop_cls = choose_loop(plan.actor_loop, lanes[0][0], plan.actor_devices[0])
     key = jax.random.fold_in(jax.random.PRNGKey(seed), start + 1)
     actors = []
     for i, group in enumerate(lanes):
-        device, timer = devices[i // config.actor_threads_per_device], PhaseTimer()
-        loop = loop_cls(agent, group, config.rollout_length, device,
-                        jax.random.fold_in(key, first_thread + i), timer)  # fmt: skip
+        device, timer = plan.thread_device(i), PhaseTimer()
+        thread_key = jax.random.fold_in(key, plan.first_thread + i)
+        loop = loop_cls(agent, group, plan.rollout_length, device, thread_key, timer)
         schedule = None
-        if config.deterministic:
-            schedule = deterministic_schedule(i, len(lanes), config.trajectories_per_update, start)
-        actors.append(Actor(i, loop, device, trajectory_sharding(mesh), params, supervisor,
-                            config.queue_size, timer, schedule, member))  # fmt: skip
+        if plan.deterministic:
+            schedule = deterministic_schedule(i, len(lanes), plan.trajectories_per_update, start)
+        actors.append(Actor(
+            i, loop, device, trajectory_sharding(plan.local_learner_mesh), params, supervisor,
+            queue_size=plan.queue_size, timer=timer, schedule=schedule, member=member,
+        ))  # fmt: skip
     return actors
 
 
@@ -169,29 +160,21 @@ def train(
     single run with seed+k's; the train state (and checkpoints) a leading `[S]` axis.
     """
     with Run.open(config, "sebulba", on_row) as run, contextlib.ExitStack() as cleanup:
-        devices = process_devices(run.process_index)
-        actor_pool = actor_devices(config, run.process_index, devices)
-        separate = None if actor_pool is devices else len(actor_pool)
-        actor_ids, learner_ids = config.device_ids(len(devices), separate)
-        num_threads = config.num_actor_threads(len(actor_ids))
-        first_thread = run.process_index * num_threads
-        seeds = config.num_seeds
+        plan = Plan.of(config, run.process_index, run.num_processes)
+        seeds = plan.num_seeds
         env_fn = env_fn or _default_env_fn(config.env, config.env_kwargs)
-        lanes = [
-            make_envs(config, env_fn, first_thread, num_threads, config.seed + k)
-            for k in range(seeds)
-        ]  # per seed: per thread: per lane
+        # Per seed: per thread: per lane.
+        lanes = [make_envs(env_fn, plan, plan.seed + k) for k in range(seeds)]
         envs = [env for seed in lanes for group in seed for env in group]
         stuck = cleanup.enter_context(_closing(envs))
         spec = lanes[0][0][0].spec
-        steps_per_update = config.steps_per_update(run.num_processes)
         total_updates = learner_updates(config.agent_config, config.num_updates(run.num_processes))
         agent = make_agent(config.agent, spec, config.agent_config, total_updates=total_updates)
         evaluate = None
         if config.eval_interval and run.is_writer:  # process 0 evaluates
-            evaluate = _evaluator(config, agent, env_fn, actor_pool[actor_ids[0]], cleanup)
-        mesh = global_learner_mesh(learner_ids)  # every process's learner devices
-        key = seed_keys(config.seed, seeds)
+            evaluate = _evaluator(config, agent, env_fn, plan.actor_devices[0], cleanup)
+        mesh = plan.learner_mesh
+        key = seed_keys(plan.seed, seeds)
         abstract = jax.eval_shape(lambda k: init_state(agent, k, mesh), key)
         restored = run.restore(spec, abstract_like(abstract, replicated(mesh)))
         if restored is None:
@@ -200,12 +183,13 @@ def train(
             state = restored.train
         supervisor = Supervisor(config.stage_timeout_s)
         params = ParameterServer(local_replica(state.params), run.step)
-        actor_mesh = learner_mesh([devices[i] for i in learner_ids])  # this process's
         actors = []  # seed by seed
         for k in range(seeds):
-            actors += make_actors(config, agent, lanes[k], [actor_pool[i] for i in actor_ids],
-                                  actor_mesh, params, supervisor, run.step, first_thread,
-                                  config.seed + k, None if seeds == 1 else k)  # fmt: skip
+            member = None if seeds == 1 else k
+            actors += make_actors(
+                agent, lanes[k], plan, params, supervisor, run.step,
+                seed=plan.seed + k, member=member,
+            )  # fmt: skip
         learner = Learner(agent, mesh, actors, supervisor, seeds)
         run.begin(spec, "compiling the actors' rollout and the learner's update ...")
         try:
@@ -214,11 +198,63 @@ def train(
             metrics = MetricAccumulator(run.num_processes)
             if seeds > 1:  # one per seed: each seed's rows
                 metrics = [MetricAccumulator(run.num_processes) for _ in range(seeds)]
-            state = learn(run, learner, state, params, metrics, config.trajectories_per_update,
-                          steps_per_update, evaluate, spec)  # fmt: skip
+            state = learn(run, learner, state, params, metrics, plan, evaluate=evaluate, spec=spec)
         finally:
             stuck[:] = supervisor.join(min(10.0, config.stage_timeout_s))
         return run.finish(state)
+
+
+def learn(
+    run: Run,
+    learner: Learner,
+    state: TrainState,
+    params: ParameterServer,
+    metrics: MetricAccumulator | Sequence[MetricAccumulator],
+    plan: Plan,
+    *,
+    evaluate: Callable[[Any], float | list[float]] | None,
+    spec: Any,
+) -> TrainState:
+    """The learner loop until the run ends (budget, wall time, or a stop every process
+    agreed on); returns the final train state. `evaluate(params)` (process 0's, or None)
+    gives the greedy return when an evaluation is due. With several seeds, `metrics`
+    holds one accumulator per seed, `evaluate` gives one return per seed, and each row
+    is a list of one per seed (`Run.log`)."""
+    trajectories_per_update = plan.trajectories_per_update
+    many = not isinstance(metrics, MetricAccumulator)
+    accumulators = list(metrics) if many else [metrics]
+    g = 0  # the global index of the next trajectory to consume
+    while run.running():
+        t0 = time.perf_counter()
+        rollouts = learner.collect(g, trajectories_per_update)
+        waited = time.perf_counter() - t0
+        g += trajectories_per_update
+        # This process's stop vote rides on the update; `stop` is every process's verdict.
+        state, losses, update_s, stop = learner.update(state, rollouts, run.stop_vote())
+        t1 = time.perf_counter()
+        params.publish(local_replica(state.params), run.step + 1)
+        publish_s = time.perf_counter() - t1
+        for acc, seed_rollouts, seed_losses in zip(accumulators, rollouts, losses, strict=True):
+            acc.add_update(run.step, seed_rollouts, seed_losses, waited, update_s, publish_s)
+        run.advance(plan.steps_per_update, stop=stop)
+        # Decided alike on every process: a row is a collective (metrics over processes).
+        evaluating = run.due("eval")
+        if evaluating or run.due("log"):
+            rows = [acc.row() for acc in accumulators]
+            if evaluating and evaluate is not None:
+                returns = evaluate(local_replica(state.params))
+                returns = returns if many else [returns]
+                for row, value in zip(rows, returns, strict=True):
+                    row["eval/episodic_return"] = value
+            run.log(rows if many else rows[0])
+        run.maybe_record(learner.agent, state.params)
+        run.maybe_save(spec, state)
+    line = stages(accumulators)
+    if run.is_writer and line:
+        # Beside the progress line (stderr): stdout keeps the run's one summary line.
+        seeds = f" (the actors of all {len(accumulators)} seeds)" if many else ""
+        print(f"{run.runtime}: {line}{seeds}", file=sys.stderr, flush=True)
+    return state
 
 
 @contextlib.contextmanager
