@@ -41,25 +41,29 @@ def _model(latent: int):
     return root, recurrent_fn
 
 
-@pytest.mark.parametrize("latent", [8, 512], ids=["compared", "scattered"])
-@pytest.mark.parametrize("max_depth", [None, 1])
-def test_the_same_tree_as_mctx(latent, max_depth):
-    assert (latent * (SIMS + 1) > tree_search._SELECT_MAX_ELEMENTS) == (latent == 512)
+def _search_arguments(latent: int, **extra) -> dict:
+    """`search`'s keyword arguments for the random model, with PUCT selection."""
     root, recurrent_fn = _model(latent)
-    invalid = np.zeros((B, A), bool)
-    invalid[::2, 1] = True
     selection = functools.partial(
         mctx.muzero_action_selection, qtransform=mctx.qtransform_by_parent_and_siblings
     )
-    kwargs = dict(
+    return dict(
         root=root,
         recurrent_fn=recurrent_fn,
         root_action_selection_fn=functools.partial(selection, depth=0),
         interior_action_selection_fn=selection,
         num_simulations=SIMS,
-        max_depth=max_depth,
-        invalid_actions=jnp.asarray(invalid),
+        **extra,
     )
+
+
+@pytest.mark.parametrize("latent", [8, 512], ids=["compared", "scattered"])
+@pytest.mark.parametrize("max_depth", [None, 1])
+def test_the_same_tree_as_mctx(latent, max_depth):
+    assert (latent * (SIMS + 1) > tree_search._SELECT_MAX_ELEMENTS) == (latent == 512)
+    invalid = np.zeros((B, A), bool)
+    invalid[::2, 1] = True
+    kwargs = _search_arguments(latent, max_depth=max_depth, invalid_actions=jnp.asarray(invalid))
     ours = jax.jit(lambda key: tree_search.search(None, key, writes="compare", **kwargs))
     theirs = jax.jit(lambda key: mctx.search(None, key, **kwargs))
     for seed in range(2):
@@ -72,17 +76,7 @@ def test_the_same_tree_as_mctx(latent, max_depth):
 
 
 def test_no_scatter_writes_the_tree_statistics():
-    root, recurrent_fn = _model(8)
-    selection = functools.partial(
-        mctx.muzero_action_selection, qtransform=mctx.qtransform_by_parent_and_siblings
-    )
-    kwargs = dict(
-        root=root,
-        recurrent_fn=recurrent_fn,
-        root_action_selection_fn=functools.partial(selection, depth=0),
-        interior_action_selection_fn=selection,
-        num_simulations=SIMS,
-    )
+    kwargs = _search_arguments(8)
     key = jax.random.key(0)
     compare = lambda key: tree_search.search(None, key, writes="compare", **kwargs)  # noqa: E731
     ours = jax.jit(compare).lower(key).as_text()

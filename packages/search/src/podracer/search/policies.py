@@ -94,14 +94,18 @@ def run_policy(
     if invalid_actions is not None:
         chex.assert_equal_shape([root.prior_logits, invalid_actions])
     qtransform = qtransform_fn(config)
-    if config.policy == "gumbel":
-        tree, action, action_weights = _gumbel_muzero(
-            params, key, root, recurrent_fn, config, invalid_actions, qtransform, writes
-        )
-    else:
-        tree, action, action_weights = _muzero(
-            params, key, root, recurrent_fn, config, invalid_actions, qtransform, writes
-        )
+    # The search's arguments both policies share; each adds its root, key and selection.
+    search = functools.partial(
+        tree_search.search,
+        params,
+        recurrent_fn=recurrent_fn,
+        num_simulations=config.num_simulations,
+        max_depth=config.max_depth,
+        invalid_actions=invalid_actions,
+        writes=writes,
+    )
+    policy = _gumbel_muzero if config.policy == "gumbel" else _muzero
+    tree, action, action_weights = policy(search, key, root, config, invalid_actions, qtransform)
     summary = tree.summary()
     return SearchOutput(
         action=action.astype(jnp.int32),
@@ -113,7 +117,7 @@ def run_policy(
     )
 
 
-def _gumbel_muzero(params, key, root, recurrent_fn, config, invalid_actions, qtransform, writes):
+def _gumbel_muzero(search, key, root, config, invalid_actions, qtransform):
     """`mctx.gumbel_muzero_policy`'s steps on `tree_search.search`: Gumbel noise on the
     root's masked prior, Sequential Halving at the root; the action is the best-scored of
     the most visited considered actions, the target softmax(prior + completed Q)."""
@@ -121,11 +125,9 @@ def _gumbel_muzero(params, key, root, recurrent_fn, config, invalid_actions, qtr
     key, gumbel_key = jax.random.split(key)
     logits = root.prior_logits
     gumbel = config.gumbel_scale * jax.random.gumbel(gumbel_key, logits.shape, logits.dtype)
-    tree = tree_search.search(
-        params,
+    tree = search(
         key,
         root=root,
-        recurrent_fn=recurrent_fn,
         root_action_selection_fn=functools.partial(
             mctx.gumbel_muzero_root_action_selection,
             num_simulations=config.num_simulations,
@@ -135,11 +137,7 @@ def _gumbel_muzero(params, key, root, recurrent_fn, config, invalid_actions, qtr
         interior_action_selection_fn=functools.partial(
             mctx.gumbel_muzero_interior_action_selection, qtransform=qtransform
         ),
-        num_simulations=config.num_simulations,
-        max_depth=config.max_depth,
-        invalid_actions=invalid_actions,
         extra_data=mctx.GumbelMuZeroExtraData(root_gumbel=gumbel),
-        writes=writes,
     )
     visits = tree.summary().visit_counts
     completed_q = jax.vmap(qtransform, in_axes=[0, None])(tree, tree.ROOT_INDEX)
@@ -155,7 +153,7 @@ def _gumbel_muzero(params, key, root, recurrent_fn, config, invalid_actions, qtr
     return tree, action, action_weights
 
 
-def _muzero(params, key, root, recurrent_fn, config, invalid_actions, qtransform, writes):
+def _muzero(search, key, root, config, invalid_actions, qtransform):
     """`mctx.muzero_policy`'s steps on `tree_search.search`: Dirichlet noise on the root
     prior, PUCT everywhere; the target is the root's visit distribution, the action
     sampled from it sharpened by `temperature`, among visited actions only (mctx gives
@@ -175,17 +173,11 @@ def _muzero(params, key, root, recurrent_fn, config, invalid_actions, qtransform
         pb_c_init=config.pb_c_init,
         qtransform=qtransform,
     )
-    tree = tree_search.search(
-        params,
+    tree = search(
         search_key,
         root=root,
-        recurrent_fn=recurrent_fn,
         root_action_selection_fn=functools.partial(interior, depth=0),
         interior_action_selection_fn=interior,
-        num_simulations=config.num_simulations,
-        max_depth=config.max_depth,
-        invalid_actions=invalid_actions,
-        writes=writes,
     )
     action_weights = tree.summary().visit_probs
     return tree, _sample_visited(action_key, action_weights, config.temperature), action_weights
