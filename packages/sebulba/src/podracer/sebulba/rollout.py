@@ -85,8 +85,8 @@ class PythonLoop:
 
     Per step: `recv`, one jitted policy call on the observation, the action to the host,
     `send`. What the env returns is written into host buffers (it is on the host
-    already) and what the policy returns (extras) stays on the actor device until the
-    rollout ends; the actor then ships both to the learner devices in one `device_put`
+    already) while the device computes the action, and what the policy returns (extras)
+    stays on the actor device until the rollout ends; the actor then ships both to the learner devices in one `device_put`
     (faster than writing each step into a donated device buffer: 37k vs 31k steps/s on
     CartPole, 16 envs x 32 steps).
     """
@@ -193,16 +193,11 @@ class PythonLoop:
                 )
                 if t == self._length:
                     self._last_core[lane] = core
-                action.block_until_ready()
-                timer.lap("inference")
-                action = np.asarray(action)
-                timer.lap("device_to_host")
-                self.lanes[lane].send(action, self._ids[lane])
-                timer.lap("env")
+                # While the device computes the action: this step's row into the host
+                # buffers (assembly overlaps inference; the lane's envs wait either way).
                 if timesteps[lane] is None:
                     timesteps[lane], actions[lane] = self._lane_buffers(whole, lane, ts, action)
                 _write_row(timesteps[lane], t, ts)
-                actions[lane][t] = action
                 extras[lane].append(ex)
                 if t > 0:
                     ret, length = _episode_stats(ts)
@@ -210,6 +205,13 @@ class PythonLoop:
                         returns.append(ret)
                         lengths.append(length)
                 timer.lap("assembly")
+                action.block_until_ready()
+                timer.lap("inference")
+                action = np.asarray(action)
+                timer.lap("device_to_host")
+                self.lanes[lane].send(action, self._ids[lane])
+                actions[lane][t] = action
+                timer.lap("env")
         self._key = key
         self._last = [
             (jax.tree.map(lambda x: x[-1], timesteps[i]), actions[i][-1], extras[i][-1])
