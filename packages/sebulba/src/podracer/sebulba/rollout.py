@@ -193,6 +193,7 @@ class PythonLoop:
                 )
                 if t == self._length:
                     self._last_core[lane] = core
+                action.copy_to_host_async()  # starts as soon as the action is computed
                 # While the device computes the action: this step's row into the host
                 # buffers (assembly overlaps inference; the lane's envs wait either way).
                 if timesteps[lane] is None:
