@@ -6,7 +6,7 @@
 #   bash benchmarks/device.sh anakin sebulba   # some parts: anakin, throughput, muzero,
 #                                              #   sebulba, atari, pong (GPU: envpool);
 #                                              #   catch, purejaxrl, gym, ale, ale-pong,
-#                                              #   ale-breakout,
+#                                              #   ale-breakout, muzero-minatar,
 #                                              #   ale-grid, muzero-envs, muzero-profile,
 #                                              #   muzero-crash, profile, search (TPU)
 #
@@ -40,6 +40,7 @@ cli() {  # a console script by its module, so that no PATH or venv activation is
   echo "$py -c 'import sys; from $module import main; sys.exit(main())'"
 }
 sebulba=$(cli podracer.sebulba.cli)
+anakin=$(cli podracer.anakin.cli)
 podracer=$(cli podracer.runs.tools.cli)
 $py -c "import jax; print(jax.__version__, jax.devices())" | tee -a "$log"
 nproc | sed 's/^/cpu cores: /' | tee -a "$log"
@@ -101,6 +102,19 @@ for part in $parts; do
         --env-kwargs '{\"num_threads\": 2}' --total-env-steps 50000000 \
         --max-wall-seconds $pong_s --run-name $name --no-progress"
     fi ;;
+  muzero-minatar)  # Issue 53's learning run: MuZero's Breakout-MinAtar preset, 3 seeds,
+    # 8 replay updates per rollout, to 1e7 env steps each, PONG_SECONDS a call; a later
+    # call (the run dir still there) continues it with --resume.
+    # Curve: `podracer plot runs/tpu-muzero-minatar --seeds`.
+    if [ -d runs/tpu-muzero-minatar ]; then
+      run $((pong_s + 120)) bash -c "$anakin --resume \
+        --run-name tpu-muzero-minatar --max-wall-seconds $pong_s --no-progress"
+    else
+      run $((pong_s + 120)) bash -c "$anakin --env gymnax:Breakout-MinAtar \
+        --agent muzero --preset minatar --num-seeds 3 --muzero.replay.updates-per-rollout 8 \
+        --total-env-steps 10000000 --max-wall-seconds $pong_s \
+        --run-name tpu-muzero-minatar --no-progress"
+    fi ;;
   muzero-envs)  # MuZero's Breakout-MinAtar preset, 3 seeds, at its 64 envs per seed and at
     # 256 (the acting batch the chip may want; issue 53's 100k SPS over 3 seeds), then a
     # resume of the first: SPS, compile, and JAX's compile counters (compile_stages.py).
@@ -153,7 +167,7 @@ for part in $parts; do
     # threads (a_env) against training (d_train); frames = 4 x agent steps.
     run 200 $py benchmarks/sebulba_throughput.py --case ale-breakout --envs-per-thread 64 \
       --actor-threads 3 --async-envs --env-kwargs '{"num_threads": 2}' --total-env-steps 500000 ;;
-  *) echo "unknown part '$part' (allowed: anakin, throughput, muzero, sebulba, atari, pong, catch, purejaxrl, gym, ale, ale-pong, ale-breakout, ale-grid, muzero-envs, muzero-profile, muzero-crash, profile, search)" >&2; exit 2 ;;
+  *) echo "unknown part '$part' (allowed: anakin, throughput, muzero, sebulba, atari, pong, catch, purejaxrl, gym, ale, ale-pong, ale-breakout, ale-grid, muzero-minatar, muzero-envs, muzero-profile, muzero-crash, profile, search)" >&2; exit 2 ;;
   esac
 done
 echo "log: $log"
