@@ -118,39 +118,43 @@ def resolve_writes(writes: Writes) -> Literal["compare", "scatter"]:
     return writes
 
 
-# -- reads and writes of one node (or edge) per batch entry ---------------------------
+# -- reads and writes of one node (or edge), written for one tree and vmapped ----------
 
 
-def _node_hit(x: chex.Array, node: chex.Array) -> chex.Array:
-    """`[B, N, 1...]`: True at each batch entry's `node` of `x` `[B, N, ...]`."""
-    hit = jnp.arange(x.shape[1])[None, :] == node[:, None]
-    return hit.reshape(hit.shape + (1,) * (x.ndim - 2))
+def _node_mask(x: chex.Array, node: chex.Array) -> chex.Array:
+    """`[N, 1...]`: True at `node` of one tree's `x` `[N, ...]`."""
+    hit = jnp.arange(x.shape[0]) == node
+    return hit.reshape(hit.shape + (1,) * (x.ndim - 1))
 
 
-def _edge_hit(x: chex.Array, node: chex.Array, action: chex.Array) -> chex.Array:
-    """`[B, N, A]`: True at each batch entry's `(node, action)` of `x` `[B, N, A]`."""
-    nodes = jnp.arange(x.shape[1])[None, :, None] == node[:, None, None]
-    return nodes & (jnp.arange(x.shape[2])[None, None, :] == action[:, None, None])
+def _edge_mask(x: chex.Array, node: chex.Array, action: chex.Array) -> chex.Array:
+    """`[N, A]`: True at `(node, action)` of one tree's `x` `[N, A]`."""
+    return (jnp.arange(x.shape[0])[:, None] == node) & (jnp.arange(x.shape[1])[None, :] == action)
 
 
-def _read_node(x: chex.Array, node: chex.Array) -> chex.Array:
-    """`x[b, node[b]]` for `x` `[B, N]`."""
-    return jnp.sum(jnp.where(_node_hit(x, node), x, 0), axis=1).astype(x.dtype)
+def _at(x: chex.Array, node: chex.Array) -> chex.Array:
+    """`x[node]`: the sum over nodes of `where(node mask, x, 0)` (exact: one term)."""
+    return jnp.sum(jnp.where(_node_mask(x, node), x, 0), axis=0).astype(x.dtype)
 
 
-def _read_edge(x: chex.Array, node: chex.Array, action: chex.Array) -> chex.Array:
-    """`x[b, node[b], action[b]]` for `x` `[B, N, A]`."""
-    return jnp.sum(jnp.where(_edge_hit(x, node, action), x, 0), axis=(1, 2)).astype(x.dtype)
+def _at_edge(x: chex.Array, node: chex.Array, action: chex.Array) -> chex.Array:
+    """`x[node, action]`, as `_at`."""
+    return jnp.sum(jnp.where(_edge_mask(x, node, action), x, 0)).astype(x.dtype)
 
 
-def _write_node(x: chex.Array, node: chex.Array, value: chex.Array) -> chex.Array:
-    """`x` with `x[b, node[b]] = value[b]` (`x` `[B, N, ...]`, `value` `[B, ...]`)."""
-    return jnp.where(_node_hit(x, node), jnp.expand_dims(value, 1).astype(x.dtype), x)
+def _set(x: chex.Array, node: chex.Array, value: chex.Array) -> chex.Array:
+    """`x` with `x[node] = value`."""
+    return jnp.where(_node_mask(x, node), jnp.asarray(value, x.dtype)[None], x)
 
 
-def _write_edge(x: chex.Array, node: chex.Array, action: chex.Array, value: chex.Array):
-    """`x` with `x[b, node[b], action[b]] = value[b]` (`x` `[B, N, A]`)."""
-    return jnp.where(_edge_hit(x, node, action), value[:, None, None].astype(x.dtype), x)
+def _set_edge(x: chex.Array, node: chex.Array, action: chex.Array, value: chex.Array):
+    """`x` with `x[node, action] = value`."""
+    return jnp.where(_edge_mask(x, node, action), jnp.asarray(value, x.dtype), x)
+
+
+# The same over a batch of trees `[B, N, ...]`, one node (or edge) each.
+_read_node, _read_edge = jax.vmap(_at), jax.vmap(_at_edge)
+_write_node, _write_edge = jax.vmap(_set), jax.vmap(_set_edge)
 
 
 def _small(x: chex.Array) -> bool:
@@ -159,8 +163,7 @@ def _small(x: chex.Array) -> bool:
 
 def _read_embedding(x: chex.Array, node: chex.Array) -> chex.Array:
     if _small(x):
-        hit = _node_hit(x, node)
-        return jnp.sum(jnp.where(hit, x, jnp.zeros((), x.dtype)), axis=1).astype(x.dtype)
+        return _read_node(x, node)
     return x[jnp.arange(x.shape[0]), node]
 
 
@@ -233,12 +236,7 @@ def _node_view(tree: Tree, node: chex.Array) -> Tree:
     holds `node`'s row alone, as node 0, so that selection indexes it statically rather
     than gathering (mctx's selection functions and Q transforms read the node's row, the
     root's invalid actions and `extra_data` only). The embeddings stay as they are."""
-    is_node = jnp.arange(tree.node_visits.shape[0]) == node
-
-    def row(x):
-        hit = is_node.reshape(is_node.shape + (1,) * (x.ndim - 1))
-        return jnp.sum(jnp.where(hit, x, 0), axis=0, keepdims=True).astype(x.dtype)
-
+    row = lambda x: _at(x, node)[None]  # noqa: E731
     return tree.replace(**{name: row(getattr(tree, name)) for name in _NODE_FIELDS})
 
 
@@ -259,10 +257,7 @@ def _simulate(keys: chex.Array, tree: Tree, select, max_depth: int):
         def step(s: _Descent) -> _Descent:
             key, select_key = jax.random.split(s.key)
             action = select(select_key, _node_view(tree, s.next_node), s.depth)
-            hit = (jnp.arange(tree.children_index.shape[0])[:, None] == s.next_node) & (
-                jnp.arange(tree.children_index.shape[1])[None, :] == action
-            )
-            next_node = jnp.sum(jnp.where(hit, tree.children_index, 0))
+            next_node = _at_edge(tree.children_index, s.next_node, action)
             depth = s.depth + 1
             going = (next_node != Tree.UNVISITED) & (depth < max_depth)
             return _Descent(key, s.next_node, action, next_node, depth, going)
@@ -307,32 +302,24 @@ def _backward(tree: Tree, leaf: chex.Array) -> Tree:
 
     def one(kept, changed, leaf):  # one batch entry's (unbatched) arrays
         parents, from_parent, rewards, discounts = kept
-        n = parents.shape[0]
-        at = lambda x, i: jnp.sum(jnp.where(jnp.arange(n) == i, x, 0)).astype(x.dtype)  # noqa: E731
-
-        def edge(i, a):
-            return (jnp.arange(n)[:, None] == i) & (jnp.arange(rewards.shape[1])[None, :] == a)
 
         def up(carry):
             (values, visits, child_values, child_visits), leaf_value, index = carry
-            parent, action = at(parents, index), at(from_parent, index)
-            count = at(visits, parent)
-            hit = edge(parent, action)
-            edge_sum = lambda x: jnp.sum(jnp.where(hit, x, 0)).astype(x.dtype)  # noqa: E731
-            leaf_value = edge_sum(rewards) + edge_sum(discounts) * leaf_value
-            parent_value = (at(values, parent) * count + leaf_value) / (count + 1.0)
-            child_value = at(values, index)
-            is_parent = jnp.arange(n) == parent
+            parent, action = _at(parents, index), _at(from_parent, index)
+            count = _at(visits, parent)
+            leaf_value = (
+                _at_edge(rewards, parent, action) + _at_edge(discounts, parent, action) * leaf_value
+            )
+            parent_value = (_at(values, parent) * count + leaf_value) / (count + 1.0)
             changed = (
-                jnp.where(is_parent, parent_value.astype(values.dtype), values),
-                jnp.where(is_parent, count + 1, visits),
-                jnp.where(hit, child_value, child_values),
-                jnp.where(hit, edge_sum(child_visits) + 1, child_visits),
+                _set(values, parent, parent_value),
+                _set(visits, parent, count + 1),
+                _set_edge(child_values, parent, action, _at(values, index)),
+                _set_edge(child_visits, parent, action, _at_edge(child_visits, parent, action) + 1),
             )
             return changed, leaf_value, parent
 
-        values = changed[0]
-        start = (changed, at(values, leaf), leaf.astype(jnp.int32))
+        start = (changed, _at(changed[0], leaf), leaf.astype(jnp.int32))
         changed, _, _ = jax.lax.while_loop(lambda c: c[2] != Tree.ROOT_INDEX, up, start)
         return changed
 
