@@ -103,3 +103,37 @@ def test_python_loop_runs_a_jax_env_and_keeps_final_observation():
     assert ts.observation.shape == (T + 1, 4, 10, 5)
     returns = np.concatenate([o.episode_returns for o in outs])
     assert set(np.unique(returns)) <= {-1.0, 1.0} and returns.size == 4 * 2  # 9-step episodes
+
+
+def test_recycled_host_buffers_give_the_same_rollouts():
+    """A rollout writes into the host buffers of the rollout two before it (once shipped):
+    the trajectories are those of fresh buffers, row 0 still the last rollout's row T."""
+
+    def rollouts(recycle):
+        envs = [make_host("catch", num_envs=2, seed=10 * k) for k in range(2)]
+        agent = make_agent("impala", envs[0].spec)
+        params = agent.init(jax.random.PRNGKey(0))
+        loop = PythonLoop(
+            agent, envs, T, jax.devices()[0], jax.random.PRNGKey(1), PhaseTimer(),
+            recycle=recycle,
+        )  # fmt: skip
+        loop.start()
+        sharding = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+        outs, buffers = [], []
+        for _ in range(5):
+            trajectory = loop.rollout(params).trajectory
+            buffers.append(trajectory.timestep.observation)
+            outs.append(jax.tree.map(np.array, trajectory))  # before the buffers are reused
+            loop.ship(trajectory, sharding)
+        return outs, buffers
+
+    fresh, fresh_buffers = rollouts(False)
+    recycled, recycled_buffers = rollouts(True)
+    assert not any(
+        np.shares_memory(a, b) for a in fresh_buffers for b in fresh_buffers if a is not b
+    )
+    assert np.shares_memory(recycled_buffers[0], recycled_buffers[2])
+    assert np.shares_memory(recycled_buffers[1], recycled_buffers[3])
+    assert not np.shares_memory(recycled_buffers[2], recycled_buffers[3])
+    for a, b in zip(fresh, recycled, strict=True):
+        jax.tree.map(np.testing.assert_array_equal, a, b)

@@ -140,7 +140,7 @@ class Actor:
             self._enter("shipping to the learner devices")
             trajectory = out.trajectory
             if not (self._shared_device and self.loop.trajectory_on_device):
-                trajectory = jax.device_put(trajectory, self._sharding)
+                trajectory = self.loop.ship(trajectory, self._sharding)
             timer.lap("ship")
             if self._steps is None:
                 self._steps = (out.trajectory.action.shape[0] - 1) * out.trajectory.action.shape[1]

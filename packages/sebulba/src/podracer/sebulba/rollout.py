@@ -21,6 +21,7 @@ its row 0 was acted from (`podracer.agents.recurrent`).
 
 from __future__ import annotations
 
+import collections
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -101,11 +102,16 @@ class PythonLoop:
         device: jax.Device,
         key: jax.Array,
         timer: PhaseTimer,
+        *,
+        recycle: bool | None = None,
     ):
         self.lanes = tuple(lanes)
         self._length = rollout_length
         self._device = device
         self._key = jax.device_put(key, device)
+        # Reuse the host buffers of shipped rollouts: None = where the learner devices
+        # copy what is shipped (`ship`); True/False = always/never (tests).
+        self._recycle = recycle
         self._timer = timer
         self._ids = [np.arange(env.num_envs, dtype=np.int32) for env in self.lanes]
         ends = np.cumsum([0] + [env.num_envs for env in self.lanes])
@@ -116,6 +122,9 @@ class PythonLoop:
         # row T (the next trajectory's row 0) was acted from.
         self._core = [jax.device_put(agent.initial_core(env.num_envs), device) for env in lanes]
         self._last_core: list[Any] = [None] * len(self.lanes)
+        # The host buffers of the last two shipped rollouts and their copies on the
+        # learner devices: a rollout reuses the older pair's buffers (see `_buffers`).
+        self._shipped: collections.deque[tuple[list, Trajectory]] = collections.deque()
 
         def act(params, key, observation, first, core, step):
             key, sub = jax.random.split(key)
@@ -150,17 +159,44 @@ class PythonLoop:
 
     def _lane_buffers(self, whole: list, lane: int, ts: TimeStep, action: np.ndarray):
         """This lane's `(timesteps, actions)` host buffers `[T+1, b, ...]`: views of the
-        rollout's buffers for all lanes `[T+1, sum of b, ...]`, made fresh (from `ts` and
-        `action`, the first row seen) when the rollout's first lane asks (the last
-        rollout's may still be in flight). Lanes write their own columns, so the
+        rollout's buffers for all lanes `[T+1, sum of b, ...]`, taken (`_buffers`, shaped
+        like `ts` and `action`, the first row seen) when the rollout's first lane asks.
+        Lanes write their own columns, so the
         trajectory needs no concatenation (a copy of every frame, 17% of an Atari
         actor's time on a TPU host with two lanes)."""
         if not whole:
-            total = self._columns[-1].stop
-            alloc = lambda x: np.empty((self._length + 1, total, *x.shape[1:]), x.dtype)  # noqa: E731
-            whole += [jax.tree.map(alloc, ts), alloc(action)]
+            whole += self._buffers(ts, action)
         columns = self._columns[lane]
         return jax.tree.map(lambda x: x[:, columns], (whole[0], whole[1]))
+
+    def _buffers(self, ts: TimeStep, action: np.ndarray) -> list:
+        """The rollout's `[timesteps, actions]` host buffers: those of two rollouts ago,
+        once their copy to the learner devices is done, else new ones. New pages cost a
+        fault each on first write (an Atari rollout's 76 MB is above malloc's reuse
+        threshold, so every rollout got new pages from the kernel): writing frames into
+        them took 8-29 ms a rollout against 3.7 ms into reused ones. The last rollout's
+        buffers are not reused yet: its row T is this rollout's row 0."""
+        if len(self._shipped) == 2:
+            buffers, shipped = self._shipped.popleft()
+            if jax.tree.structure(buffers[0]) == jax.tree.structure(ts):
+                jax.block_until_ready([x for x in jax.tree.leaves(shipped) if not x.is_deleted()])
+                return buffers
+        total = self._columns[-1].stop
+        alloc = lambda x: np.empty((self._length + 1, total, *x.shape[1:]), x.dtype)  # noqa: E731
+        return [jax.tree.map(alloc, ts), alloc(action)]
+
+    def ship(self, trajectory: Trajectory, sharding: jax.sharding.Sharding) -> Trajectory:
+        """`trajectory` onto the learner devices. Its host buffers are kept for reuse
+        (`_buffers`) where the learner devices hold a copy of them: an accelerator's.
+        A CPU device may alias a numpy array even with `may_alias=False` (JAX 0.10: a
+        later write showed through in most of 200 tries), so there they are not reused."""
+        recycle = self._recycle
+        if recycle is None:
+            recycle = all(d.platform != "cpu" for d in sharding.device_set)
+        shipped = jax.device_put(trajectory, sharding, may_alias=False if recycle else None)
+        if recycle:
+            self._shipped.append(([trajectory.timestep, trajectory.action], shipped))
+        return shipped
 
     def rollout(self, params: Any, step: int = 0) -> RolloutOutput:
         """One trajectory acting with `params`, whose update count is `step`."""
@@ -340,3 +376,7 @@ class XlaLoop:
         return RolloutOutput(
             trajectory, returns[mask].astype(np.float32), lengths[mask].astype(np.int32)
         )
+
+    def ship(self, trajectory: Trajectory, sharding: jax.sharding.Sharding) -> Trajectory:
+        """`trajectory` (on the actor device) onto the learner devices."""
+        return jax.device_put(trajectory, sharding)
