@@ -7,6 +7,7 @@
 #                                              #   sebulba, atari, pong (GPU: envpool);
 #                                              #   catch, purejaxrl, gym, ale, ale-pong,
 #                                              #   ale-breakout, muzero-minatar,
+#                                              #   muzero-sweep, muzero-atari,
 #                                              #   ale-grid, muzero-envs, muzero-profile,
 #                                              #   muzero-crash, profile, search (TPU)
 #
@@ -115,6 +116,29 @@ for part in $parts; do
         --total-env-steps 10000000 --max-wall-seconds $pong_s \
         --run-name tpu-muzero-minatar --no-progress"
     fi ;;
+  muzero-sweep)  # What may lift MuZero's Breakout-MinAtar plateau (24.9 at 1e7 with 8 replay
+    # updates, its prior collapsed): the Gumbel noise of acting (1, 2), a floor on the
+    # Q rescaling (mctx's 1e-8, 2 value units) and the discount (0.99, 0.997), 8 points x 3
+    # seeds as one program to 1e7 steps each, PONG_SECONDS a call, then --resume. Table:
+    # `podracer sweep-best runs/tpu-muzero-sweep` (and `podracer plot ... --seeds`).
+    if [ -d runs/tpu-muzero-sweep ]; then
+      run $((pong_s + 120)) bash -c "$anakin --resume \
+        --run-name tpu-muzero-sweep --max-wall-seconds $pong_s --no-progress"
+    else
+      run $((pong_s + 120)) bash -c "$anakin --env gymnax:Breakout-MinAtar \
+        --agent muzero --preset minatar --num-seeds 3 --muzero.replay.updates-per-rollout 8 \
+        --sweep muzero.search.gumbel_scale=1,2 --sweep muzero.search.rescale_floor=1e-8,2 \
+        --sweep muzero.gamma=0.99,0.997 --total-env-steps 10000000 \
+        --max-wall-seconds $pong_s --run-name tpu-muzero-sweep --no-progress"
+    fi ;;
+  muzero-atari)  # Issue 53's MuZero on Sebulba with Atari: ale:Breakout, the Nature CNN as
+    # representation, 50 simulations a step, actors on the chip (3 threads x 64 envs, two
+    # lanes); frames/s (4 per agent step) and the pipeline's stage times.
+    run 300 bash -c "$sebulba --env ale:Breakout --agent muzero --muzero.torso nature_cnn \
+      --muzero.latent-size 128 --muzero.search.num-simulations 50 --envs-per-thread 64 \
+      --actor-threads-per-device 3 --async-envs --env-kwargs '{\"num_threads\": 2}' \
+      --rollout-length 20 --total-env-steps 2000000 --max-wall-seconds 180 \
+      --run-name device-muzero-atari --no-progress" ;;
   muzero-envs)  # MuZero's Breakout-MinAtar preset, 3 seeds, at its 64 envs per seed and at
     # 256 (the acting batch the chip may want; issue 53's 100k SPS over 3 seeds), then a
     # resume of the first: SPS, compile, and JAX's compile counters (compile_stages.py).
@@ -167,7 +191,7 @@ for part in $parts; do
     # threads (a_env) against training (d_train); frames = 4 x agent steps.
     run 200 $py benchmarks/sebulba_throughput.py --case ale-breakout --envs-per-thread 64 \
       --actor-threads 3 --async-envs --env-kwargs '{"num_threads": 2}' --total-env-steps 500000 ;;
-  *) echo "unknown part '$part' (allowed: anakin, throughput, muzero, sebulba, atari, pong, catch, purejaxrl, gym, ale, ale-pong, ale-breakout, ale-grid, muzero-minatar, muzero-envs, muzero-profile, muzero-crash, profile, search)" >&2; exit 2 ;;
+  *) echo "unknown part '$part' (allowed: anakin, throughput, muzero, sebulba, atari, pong, catch, purejaxrl, gym, ale, ale-pong, ale-breakout, ale-grid, muzero-minatar, muzero-sweep, muzero-atari, muzero-envs, muzero-profile, muzero-crash, profile, search)" >&2; exit 2 ;;
   esac
 done
 echo "log: $log"
