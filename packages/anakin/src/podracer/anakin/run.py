@@ -54,6 +54,7 @@ class Program(NamedTuple):
     evaluate: Any  # (params, key) -> mean greedy return, or None
     abstract: RunnerState  # ShapeDtypeStructs with their shardings
     exploit: Any = None  # PBT's step: (state, key) -> (state, sources), or None
+    plan: Plan | None = None  # what they were built for; the loop's calls and rows
 
 
 def make_env(config: AnakinConfig):
@@ -135,7 +136,7 @@ def _program(config: AnakinConfig, env, agent, plan: Plan) -> Program:
         grid = config.grid
         bounds = {f: (min(v), max(v)) for f, v in zip(grid.fields, grid.values, strict=True)}
         exploit = make_exploit(mesh, members, config.pbt_exploited, bounds)
-    return Program(init, chunk, evaluate, abstract, exploit)
+    return Program(init, chunk, evaluate, abstract, exploit, plan)
 
 
 def _unsweepable(config: AnakinConfig, env, agent, plan: Plan) -> str:
@@ -159,19 +160,17 @@ def _unsweepable(config: AnakinConfig, env, agent, plan: Plan) -> str:
     )
 
 
-MAX_CALL_SECONDS = 30.0  # a stop request (signal, wall-clock budget) waits about this long
-
-
-def call_cap(program: Program, state: Any, config: AnakinConfig, run: Run) -> int:
+def call_cap(program: Program, state: Any, run: Run) -> int:
     """The most updates one compiled call may make: the whole chunk, unless the chunk
-    would take longer than `MAX_CALL_SECONDS` (a quarter of `max_wall_seconds` if that is
-    less); then chunks run as several calls, each a loop step (stop votes, logging and
-    checkpoints between them), and one line says so. Measured on a copy of the state
-    (compiling the chunk, then timing one update), so the run itself is untouched;
-    processes agree on the slowest one's figure, as every call is collective. The same
-    probe tells `run` the compile time (the first call's time beyond the second's), so
-    SPS leaves it out even when the whole run is one chunk."""
-    if config.updates_per_chunk == 1:
+    would take longer than the plan's `call_seconds`; then chunks run as several calls,
+    each a loop step (stop votes, logging and checkpoints between them), and one line
+    says so. Measured on a copy of the state (compiling the chunk, then timing one
+    update), so the run itself is untouched; processes agree on the slowest one's
+    figure, as every call is collective. The same probe tells `run` the compile time (the
+    first call's time beyond the second's), so SPS leaves it out even when the whole run
+    is one chunk."""
+    plan = program.plan
+    if plan.updates_per_chunk == 1:
         return 1
     start = time.perf_counter()
     probe, _ = program.chunk(jax.tree.map(jnp.copy, state), 1)  # compiles
@@ -184,31 +183,29 @@ def call_cap(program: Program, state: Any, config: AnakinConfig, run: Run) -> in
         from jax.experimental import multihost_utils
 
         seconds = float(np.max(multihost_utils.process_allgather(np.float64(seconds))))
-    budget = config.max_wall_seconds
-    limit = min(MAX_CALL_SECONDS, budget / 4) if budget > 0 else MAX_CALL_SECONDS
-    cap = max(1, int(limit / max(seconds, 1e-9)))
-    if cap >= config.updates_per_chunk:
-        return config.updates_per_chunk
+    cap = max(1, int(plan.call_seconds / max(seconds, 1e-9)))
+    if cap >= plan.updates_per_chunk:
+        return plan.updates_per_chunk
     if run.is_writer:
         print(
-            f"anakin: a chunk of {config.updates_per_chunk:,} updates would take about "
-            f"{config.updates_per_chunk * seconds:,.0f} s ({seconds * 1e3:,.1f} ms per update): "
+            f"anakin: a chunk of {plan.updates_per_chunk:,} updates would take about "
+            f"{plan.updates_per_chunk * seconds:,.0f} s ({seconds * 1e3:,.1f} ms per update): "
             f"it runs as calls of {cap:,} updates, so that a stop is honoured within about "
-            f"{limit:,.0f} s",
+            f"{plan.call_seconds:,.0f} s",
             file=sys.stderr, flush=True,
         )  # fmt: skip
     return cap
 
 
-def plan(config: AnakinConfig, cap: int, done: int) -> tuple[int, list[int]]:
+def next_call(plan: Plan, cap: int, done: int) -> tuple[int, list[int]]:
     """The next call, `done` updates into the run: its updates (up to the end of the
     chunk and of the run, at most `cap`, and at most through `MAX_ROWS` rows), and the
     update counts within it at which metric rows end. A row ends at the first update that
-    reaches each multiple of `config.row_interval` env steps. How calls split a chunk
+    reaches each multiple of `plan.row_interval` env steps. How calls split a chunk
     never changes what it learns; each call costs a host sync (benchmarks/harness_ab.py)."""
-    k = config.updates_per_chunk
-    updates = min(cap, k - done % k, max(config.num_updates - done, 1))
-    per_update, interval = config.steps_per_update, config.row_interval
+    k = plan.updates_per_chunk
+    updates = min(cap, k - done % k, max(plan.total_updates - done, 1))
+    per_update, interval = plan.steps_per_update, plan.row_interval
     rows = []
     row = (done * per_update) // interval + 1  # the next row's number
     while len(rows) < MAX_ROWS:
@@ -231,10 +228,10 @@ def member_keys(config: AnakinConfig, offset: int = 0) -> jax.Array:
     return jnp.stack([jax.random.PRNGKey(config.seed + t["seed"] + offset) for t in tags])
 
 
-def greedy_returns(program: Program, config: AnakinConfig, params: Any, step: int) -> list[float]:
-    """The mean greedy return of each member; seed k evaluates with seed+k's own keys."""
-    keys = member_keys(config, offset=1)
-    if config.num_members == 1:
+def greedy_returns(program: Program, keys: jax.Array, params: Any, step: int) -> list[float]:
+    """The mean greedy return of each member at loop step `step`, its keys folded from
+    `keys` (`member_keys(config, offset=1)`: seed k evaluates with seed+k's own)."""
+    if program.plan.num_members == 1:
         keys = jax.random.fold_in(keys, step)
     else:
         keys = jax.vmap(jax.random.fold_in, (0, None))(keys, step)
@@ -284,10 +281,14 @@ class Lineage:
 
     FILE = "pbt.jsonl"
 
-    def __init__(self, run: Run, config: AnakinConfig, state: RunnerState) -> None:
-        self._run, self._config = run, config
+    def __init__(
+        self, run: Run, plan: Plan, state: RunnerState, names: dict[str, str], key: jax.Array
+    ) -> None:
+        """`names`: each swept field's row name; `key`: the run's, which each PBT step
+        folds its count into."""
+        self._run, self._plan, self._key = run, plan, key
         self._path = os.path.join(run.dir.path, self.FILE)
-        self._names = {f: f"{PREFIX}{config.grid.group}.{f}" for f in config.grid.fields}
+        self._names = names
         self.values = self._fetch(state)
         if run.is_writer and os.path.exists(self._path):
             kept = [r for r in read_jsonl(self._path) if r["env_steps"] <= run.env_steps]
@@ -305,15 +306,14 @@ class Lineage:
         """After `updates` updates of the run: whether they end the first chunk at or past
         a multiple of `pbt_interval` env steps (where calls end depends on timing; where
         chunks end does not)."""
-        config, steps = self._config, self._run.env_steps
-        interval = config.pbt_interval
-        if updates % config.updates_per_chunk:
+        plan, steps = self._plan, self._run.env_steps
+        interval = plan.pbt_interval
+        if updates % plan.updates_per_chunk:
             return False
-        return steps // interval > (steps - config.steps_per_chunk) // interval
+        return steps // interval > (steps - plan.steps_per_chunk) // interval
 
     def exploit(self, exploit, state: RunnerState) -> RunnerState:
-        count = self._run.env_steps // self._config.pbt_interval
-        key = jax.random.fold_in(jax.random.PRNGKey(self._config.seed), count)
+        key = jax.random.fold_in(self._key, self._run.env_steps // self._plan.pbt_interval)
         state, sources = exploit(state, key)
         self.values = self._fetch(state)
         if self._run.is_writer:
@@ -347,15 +347,20 @@ def train(
             state = state._replace(train=run.warm_start(env.spec, state.train))
         else:
             state = restored.runtime._replace(train=restored.train)
-        run.begin(env.spec, f"compiling a chunk of {config.updates_per_chunk} updates ...")
-        rows, cap = _Rows(config.num_members), None
-        per_update = config.steps_per_update
-        lineage = Lineage(run, config, state) if program.exploit is not None else None
+        plan = program.plan  # from here the loop reads the plan, not the config
+        run.begin(env.spec, f"compiling a chunk of {plan.updates_per_chunk} updates ...")
+        rows, cap = _Rows(plan.num_members), None
+        per_update = plan.steps_per_update
+        eval_keys = member_keys(config, offset=1)
+        lineage = None
+        if program.exploit is not None:
+            names = {f: f"{PREFIX}{config.grid.group}.{f}" for f in config.grid.fields}
+            lineage = Lineage(run, plan, state, names, jax.random.PRNGKey(config.seed))
         while run.running():
             if cap is None:  # in the first loop step, which compiles
-                cap = call_cap(program, state, config, run)
+                cap = call_cap(program, state, run)
             done = run.env_steps // per_update
-            updates, ends = plan(config, cap, done)
+            updates, ends = next_call(plan, cap, done)
             values = lineage.values if lineage else {}  # in force during the call
             state, metrics = program.chunk(state, updates, ends)
             metrics = jax.device_get(block(metrics))
@@ -376,7 +381,7 @@ def train(
                 for m, r in enumerate(row):  # PBT: each member's values in this row
                     r.update({k: float(v[m]) for k, v in values.items()})
                 if evaluate and end == updates:
-                    returns = greedy_returns(program, config, state.train.params, run.step)
+                    returns = greedy_returns(program, eval_keys, state.train.params, run.step)
                     for r, value in zip(row, returns, strict=True):
                         r["eval/episodic_return"] = value
                 run.log(row, (done + end) * per_update)
