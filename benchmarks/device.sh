@@ -36,6 +36,15 @@ run() {  # seconds, then the command
   echo "### $* (limit ${limit}s)" | tee -a "$log"
   timeout "$limit" "$@" 2>&1 | tee -a "$log"
 }
+resumable() {  # CLI NAME ARGS...: PONG_SECONDS of run NAME a call (new with ARGS, or a
+  # --resume of runs/NAME where it exists), so that a long run fits commands of < 10 min
+  local cli=$1 name=$2; shift 2
+  if [ -d "runs/$name" ]; then
+    run $((pong_s + 120)) bash -c "$cli --resume --run-name $name --max-wall-seconds $pong_s --no-progress"
+  else
+    run $((pong_s + 120)) bash -c "$cli ${*@Q} --max-wall-seconds $pong_s --run-name $name --no-progress"
+  fi
+}
 cli() {  # a console script by its module, so that no PATH or venv activation is needed
   local module=$1; shift
   echo "$py -c 'import sys; from $module import main; sys.exit(main())'"
@@ -91,46 +100,26 @@ for part in $parts; do
     # agent steps (2026-12-06b); so, Pong passed 18 after 367 s (2026-12-06c).
     # Curve: `podracer plot runs/tpu-pong-impala` (runs/tpu-breakout-impala).
     game=$([ "$part" = ale-pong ] && echo Pong || echo Breakout)
-    name="tpu-$(echo "$game" | tr '[:upper:]' '[:lower:]')-impala"
-    if [ -d "runs/$name" ]; then
-      run $((pong_s + 120)) bash -c "$sebulba --resume --run-name $name \
-        --max-wall-seconds $pong_s --no-progress"
-    else
-      run $((pong_s + 120)) bash -c "$sebulba --env ale:$game --agent impala \
-        --impala.num-epochs 2 --impala.num-minibatches 4 --impala.clip-eps 0.1 \
-        --impala.learning-rate 2.5e-4 --impala.max-grad-norm 0.5 --impala.lambda_ 0.95 \
-        --envs-per-thread 64 --actor-threads-per-device 3 --async-envs \
-        --env-kwargs '{\"num_threads\": 2}' --total-env-steps 50000000 \
-        --max-wall-seconds $pong_s --run-name $name --no-progress"
-    fi ;;
+    resumable "$sebulba" "tpu-$(echo "$game" | tr '[:upper:]' '[:lower:]')-impala" \
+      --env "ale:$game" --agent impala --impala.num-epochs 2 --impala.num-minibatches 4 \
+      --impala.clip-eps 0.1 --impala.learning-rate 2.5e-4 --impala.max-grad-norm 0.5 \
+      --impala.lambda_ 0.95 --envs-per-thread 64 --actor-threads-per-device 3 --async-envs \
+      --env-kwargs '{"num_threads": 2}' --total-env-steps 50000000 ;;
   muzero-minatar)  # Issue 53's learning run: MuZero's Breakout-MinAtar preset, 3 seeds,
-    # 8 replay updates per rollout, to 1e7 env steps each, PONG_SECONDS a call; a later
-    # call (the run dir still there) continues it with --resume.
-    # Curve: `podracer plot runs/tpu-muzero-minatar --seeds`.
-    if [ -d runs/tpu-muzero-minatar ]; then
-      run $((pong_s + 120)) bash -c "$anakin --resume \
-        --run-name tpu-muzero-minatar --max-wall-seconds $pong_s --no-progress"
-    else
-      run $((pong_s + 120)) bash -c "$anakin --env gymnax:Breakout-MinAtar \
-        --agent muzero --preset minatar --num-seeds 3 --muzero.replay.updates-per-rollout 8 \
-        --total-env-steps 10000000 --max-wall-seconds $pong_s \
-        --run-name tpu-muzero-minatar --no-progress"
-    fi ;;
+    # 8 replay updates per rollout, to 1e7 env steps each, PONG_SECONDS a call, then
+    # --resume. Curve: `podracer plot runs/tpu-muzero-minatar --seeds`.
+    resumable "$anakin" tpu-muzero-minatar --env gymnax:Breakout-MinAtar --agent muzero \
+      --preset minatar --num-seeds 3 --muzero.replay.updates-per-rollout 8 \
+      --total-env-steps 10000000 ;;
   muzero-sweep)  # What may lift MuZero's Breakout-MinAtar plateau (24.9 at 1e7 with 8 replay
     # updates, its prior collapsed): the Gumbel noise of acting (1, 2), a floor on the
     # Q rescaling (mctx's 1e-8, 2 value units) and the discount (0.99, 0.997), 8 points x 3
     # seeds as one program to 1e7 steps each, PONG_SECONDS a call, then --resume. Table:
     # `podracer sweep-best runs/tpu-muzero-sweep` (and `podracer plot ... --seeds`).
-    if [ -d runs/tpu-muzero-sweep ]; then
-      run $((pong_s + 120)) bash -c "$anakin --resume \
-        --run-name tpu-muzero-sweep --max-wall-seconds $pong_s --no-progress"
-    else
-      run $((pong_s + 120)) bash -c "$anakin --env gymnax:Breakout-MinAtar \
-        --agent muzero --preset minatar --num-seeds 3 --muzero.replay.updates-per-rollout 8 \
-        --sweep muzero.search.gumbel_scale=1,2 --sweep muzero.search.rescale_floor=1e-8,2 \
-        --sweep muzero.gamma=0.99,0.997 --total-env-steps 10000000 \
-        --max-wall-seconds $pong_s --run-name tpu-muzero-sweep --no-progress"
-    fi ;;
+    resumable "$anakin" tpu-muzero-sweep --env gymnax:Breakout-MinAtar --agent muzero \
+      --preset minatar --num-seeds 3 --muzero.replay.updates-per-rollout 8 \
+      --sweep muzero.search.gumbel_scale=1,2 --sweep muzero.search.rescale_floor=1e-8,2 \
+      --sweep muzero.gamma=0.99,0.997 --total-env-steps 10000000 ;;
   muzero-atari)  # Issue 53's MuZero on Sebulba with Atari: ale:Breakout, the Nature CNN as
     # representation, 50 simulations a step, actors on the chip (3 threads x 64 envs, two
     # lanes); frames/s (4 per agent step) and the pipeline's stage times.
