@@ -321,3 +321,14 @@ def test_a_budget_ends_at_the_update_that_reaches_it_and_says_so_before_compilin
     timeless = lambda rows: [{k: v for k, v in r.items() if "SPS" not in k and "timing" not in k}
                              for r in rows]  # fmt: skip
     assert timeless(rounded.history) == timeless(whole.history)
+
+
+def test_a_run_films_greedy_episodes_at_its_video_interval(tmp_path):
+    pytest.importorskip("imageio_ffmpeg", reason="videos need the video extra")
+    config = dataclasses.replace(
+        TINY, env="catch", video_interval=160, video_episodes=1, run_name="films",
+        runs_root=str(tmp_path),
+    )  # fmt: skip
+    result = anakin_run.train(config)
+    films = sorted(os.listdir(os.path.join(result.run_dir, "videos")), key=lambda f: int(f[:-4]))
+    assert films == ["160.mp4", "320.mp4", "480.mp4"]  # each interval crossed, and the end

@@ -227,3 +227,12 @@ def test_the_run_ends_with_its_stage_breakdown(tiny, actor_loop, capsys):
     # ms per rollout: every actor phase is a non-negative number.
     actor = line.split("ms per rollout: ")[1].split(" |")[0]
     assert all(float(part.rsplit(" ", 1)[1].replace(",", "")) >= 0 for part in actor.split(", "))
+
+
+def test_a_run_films_greedy_episodes_at_its_video_interval(tiny, tmp_path):
+    pytest.importorskip("imageio_ffmpeg", reason="videos need the video extra")
+    config = tiny(env="catch", video_interval=64, video_episodes=1, run_name="films",
+                  runs_root=str(tmp_path))  # fmt: skip
+    result = train(config)
+    films = sorted(os.listdir(os.path.join(result.run_dir, "videos")), key=lambda f: int(f[:-4]))
+    assert films == ["64.mp4", "128.mp4", "192.mp4"]  # each interval crossed, and the end

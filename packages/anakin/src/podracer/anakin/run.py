@@ -387,6 +387,7 @@ def train(
                 run.log(row, (done + end) * per_update)
             if exploit:
                 state = lineage.exploit(program.exploit, state)
-            run.maybe_record(agent, state.train.params)
+            if run.due("video"):
+                run.videos.record(agent, state.train.params, run.env_steps)
             run.maybe_save(env.spec, state.train, state._replace(train=None))
         return run.finish(state)

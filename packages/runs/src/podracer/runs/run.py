@@ -52,6 +52,7 @@ from podracer.runs.run_checkpoints import Restored
 from podracer.runs.run_checkpoints import RunCheckpoints
 from podracer.runs.run_checkpoints import refuse_learning_changes
 from podracer.runs.run_rows import RunRows
+from podracer.runs.run_videos import RunVideos
 from podracer.runs.signals import StopSignals
 from podracer.runs.writer import check_open_files
 
@@ -87,9 +88,9 @@ class Run:
         self._restored: dict[str, Any] | None = None
         self._restored_rows: int | None = None  # metric rows the restored checkpoint saw
         self._initial: str | None = None  # the checkpoint a fresh run started from
-        self._recorder = None  # films greedy episodes (video_interval)
         self.checkpoints = RunCheckpoints(config, runtime, directory, self.is_writer)
         self.rows = RunRows(config, runtime, self.is_writer, on_row)
+        self.videos = RunVideos(config, directory, self.is_writer)
         # A command line's handlers (and a signal they caught during start-up), or ours.
         self._signals = signals.installed() or StopSignals()
         self._signals.on_second = self._second_signal_message
@@ -186,11 +187,7 @@ class Run:
         # in place before metrics.jsonl exists, so no one sees the run without them.
         self._signals.on_first = signals.after_the_step
         self._signals.__enter__()
-        if config.video_interval:
-            _check_renders(spec, type(config).__name__)
-            from podracer.runs.video import check_video_extra
-
-            check_video_extra()
+        self.videos.check(spec)
         if self.is_writer:
             self.dir.write_config({"runtime": self.runtime, **config.to_json()})
             # What ran: the first start's in provenance.json, each resume's in its record.
@@ -356,24 +353,6 @@ class Run:
         }  # fmt: skip
         return self.checkpoints.save(self.step, train, metadata, runtime, metrics)
 
-    def maybe_record(self, agent: Any, params: Any) -> str | None:
-        """Writes `videos/<env steps>.mp4` of greedy episodes (process 0) when one is due;
-        `params` as the runtime holds them (replicated, one per member: member 0 is filmed)."""
-        if not (self.config.video_interval and self.due("video") and self.is_writer):
-            return None
-        import jax
-
-        from podracer.runs.video import Recorder
-
-        local = jax.tree.map(lambda x: x.addressable_shards[0].data, params)  # this host's copy
-        if self.config.num_members > 1:
-            local = jax.tree.map(lambda x: x[0], local)
-        if self._recorder is None:
-            self._recorder = Recorder(agent, self.config.env, self.config.video_episodes,
-                                      env_kwargs=self.config.env_kwargs)  # fmt: skip
-        path = os.path.join(self.dir.videos, f"{self.env_steps}.mp4")
-        return self._recorder.record(path, local, seed=self.config.seed)
-
     # -- the end --------------------------------------------------------------------
 
     def finish(self, state: Any) -> RunResult:
@@ -402,9 +381,7 @@ class Run:
     def close(self) -> None:
         self._signals.__exit__()
         self._cache_hits.close()
-        if self._recorder is not None:
-            self._recorder.close()
-            self._recorder = None
+        self.videos.close()
         self.rows.close()
         self.checkpoints.close()
         if self._lock is not None:  # last: after the final checkpoint and metrics
@@ -493,14 +470,3 @@ def _check_directory(config: RunConfig, runtime: str, directory: RunDir) -> dict
     refuse_learning_changes(config, directory, changes, "the run's",
                              "resume with the run's values (omit these flags)")  # fmt: skip
     return changes
-
-
-def _check_renders(spec: Any, owner: str) -> None:
-    """Fails before compiling when `spec`'s observations have no picture (videos)."""
-    from podracer.envs import render
-
-    blank = np.zeros(spec.observation_shape, spec.observation_dtype)
-    try:
-        render(spec, blank)
-    except ValueError as e:
-        raise ConfigError(f"{owner}.video_interval: {e}") from None

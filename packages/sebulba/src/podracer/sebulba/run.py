@@ -247,7 +247,8 @@ def learn(
                 for row, value in zip(rows, returns, strict=True):
                     row["eval/episodic_return"] = value
             run.log(rows if many else rows[0])
-        run.maybe_record(learner.agent, state.params)
+        if run.due("video"):
+            run.videos.record(learner.agent, state.params, run.env_steps)
         run.maybe_save(spec, state)
     line = stages(accumulators)
     if run.is_writer and line:
