@@ -48,6 +48,7 @@ class Plan:
     num_members: int = 1  # seeds x sweep points: the state's leading member axis when > 1
     swept: Swept | None = None  # a sweep's (or PBT's) members: their agents and values
     population: bool = False  # PBT: each member's swept values live in its state
+    pbt_exploited: int = 0  # PBT: members that copy another at each of its steps
     eval_envs: int = 0  # greedy episodes per evaluation (0: no evaluation program)
     eval_max_steps: int = 0  # an evaluation episode's step limit
     # The loop: the run's updates, a metric row's env steps, PBT's interval in env steps
@@ -78,6 +79,7 @@ class Plan:
             num_members=config.num_members,
             swept=swept,
             population=config.pbt_interval > 0,
+            pbt_exploited=config.pbt_exploited if config.pbt_interval > 0 else 0,
             eval_envs=config.eval_episodes if config.eval_interval else 0,
             eval_max_steps=config.eval_max_steps,
             total_updates=config.num_updates,

@@ -93,10 +93,10 @@ def build(config: AnakinConfig, env) -> tuple[Any, Program]:
         swept = Swept(agent_with, {f: np.array([p[f] for p in per_member]) for f in grid.fields})
     agent = agent_with(grid.points[0])
     if swept is None:
-        return agent, _program(config, env, agent, Plan.of(config, mesh))
+        return agent, _program(env, agent, Plan.of(config, mesh))
     plan = Plan.of(config, mesh, swept)
     try:
-        program = _program(config, env, agent, plan)
+        program = _program(env, agent, plan)
     except ConfigError:
         raise
     except _SWEEP_ERRORS:  # the agent cannot take a traced value of a swept field
@@ -117,10 +117,11 @@ _SWEEP_ERRORS = (
 )
 
 
-def _program(config: AnakinConfig, env, agent, plan: Plan) -> Program:
+def _program(env, agent, plan: Plan) -> Program:
     mesh, members = plan.mesh, plan.num_members
     init = make_init(agent, env, plan)
-    abstract = jax.eval_shape(init, member_keys(config))
+    keys = jax.ShapeDtypeStruct((members, 2) if members > 1 else (2,), jnp.uint32)
+    abstract = jax.eval_shape(init, keys)  # `member_keys`'s shape
     check_memory(abstract, plan.num_envs, plan.rollout_length, mesh)
     evaluate = make_evaluate(agent, env, plan) if plan.eval_envs else None
     chunk = make_chunk(agent, env, plan)
@@ -133,9 +134,9 @@ def _program(config: AnakinConfig, env, agent, plan: Plan) -> Program:
             jax.eval_shape(evaluate, abstract.train.params, keys)
     exploit = None
     if plan.population:
-        grid = config.grid
-        bounds = {f: (min(v), max(v)) for f, v in zip(grid.fields, grid.values, strict=True)}
-        exploit = make_exploit(mesh, members, config.pbt_exploited, bounds)
+        # each swept value's range: the grid's (every member holds one of its points)
+        bounds = {f: (float(min(v)), float(max(v))) for f, v in plan.swept.values.items()}
+        exploit = make_exploit(mesh, members, plan.pbt_exploited, bounds)
     return Program(init, chunk, evaluate, abstract, exploit, plan)
 
 
@@ -146,7 +147,7 @@ def _unsweepable(config: AnakinConfig, env, agent, plan: Plan) -> str:
     for field, values in plan.swept.values.items():
         alone = dataclasses.replace(plan, swept=plan.swept._replace(values={field: values}))
         try:
-            _program(config, env, agent, alone)
+            _program(env, agent, alone)
         except ConfigError:
             raise
         except _SWEEP_ERRORS as e:
