@@ -36,7 +36,9 @@ def sebulba(*args):
 
 
 def rows(run):
-    return [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    """The rows written so far: whole lines only (the run may be writing the last one)."""
+    text = (run / "metrics.jsonl").read_text()
+    return [json.loads(x) for x in text[: text.rfind("\n") + 1].splitlines()]
 
 
 @pytest.mark.slow
@@ -46,9 +48,14 @@ def test_a_signal_ends_with_a_checkpoint_and_the_run_resumes_from_it(tmp_path, n
     child = sebulba("--total-env-steps", str(10**9), "--run-name", "sig", "--runs-root", root,
                     "--no-progress")  # fmt: skip
     deadline = time.monotonic() + 120
-    while not (run / "metrics.jsonl").exists() or len(rows(run)) < 3:
-        assert child.poll() is None and time.monotonic() < deadline, child.communicate()
-        time.sleep(0.05)
+    try:
+        while not (run / "metrics.jsonl").exists() or len(rows(run)) < 3:
+            assert child.poll() is None and time.monotonic() < deadline, child.communicate()
+            time.sleep(0.05)
+    except BaseException:  # no child left running (or its pipes open) for later tests
+        child.kill()
+        child.communicate()
+        raise
     child.send_signal(getattr(signal, name))
     _, err = child.communicate(timeout=120)
     assert child.returncode == 0, err[-3000:]
