@@ -353,7 +353,10 @@ def _megabytes(n: int) -> str:
 
 def _drop_orbax_task_errors(record: logging.LogRecord) -> bool:
     message = record.getMessage()
-    return not ("exception was never retrieved" in message and "orbax" in message)
+    # Orbax's own coroutines, or tensorstore's reads it wrapped (`_wrap_awaitable`, whose
+    # message names the store's driver, not Orbax)
+    ours = any(word in message for word in ("orbax", "ocdbt", "tensorstore"))
+    return not ("exception was never retrieved" in message and ours)
 
 
 @contextlib.contextmanager
