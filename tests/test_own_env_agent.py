@@ -49,6 +49,23 @@ def lifecycle(runtime, tmp_path, args, env=None):
     return record
 
 
+def test_the_examples_agent_sweeps_as_the_built_in_ones_do(tmp_path):
+    """A2C declares its sweepable numbers and reads them from `hyper`: a sweep trains
+    every point as its own member (each point's values reach its loss)."""
+    from podracer.anakin import AnakinConfig
+    from podracer.anakin import train
+
+    sweep = ("a2c.learning_rate=1e-3,3e-2", "a2c.value_cost=0.5,2")
+    config = AnakinConfig(env="corridor", agent="a2c", num_envs=16, rollout_length=16,
+                          updates_per_chunk=4, total_env_steps=1024, progress=False,
+                          runs_root=str(tmp_path), run_name="s", sweep=sweep)  # fmt: skip
+    rows = train(config).history
+    last = {r["member"]: r for r in rows if r["env_steps"] == rows[-1]["env_steps"]}
+    assert sorted(last) == [0, 1, 2, 3]
+    assert [last[m]["sweep/a2c.value_cost"] for m in range(4)] == [0.5, 2.0, 0.5, 2.0]
+    assert len({round(r["losses/value"], 6) for r in last.values()}) == 4
+
+
 @pytest.mark.slow
 def test_the_examples_package_trains_by_entry_point_name_on_both_runtimes(tmp_path):
     record = lifecycle("anakin", tmp_path / "a", ["--env", "corridor", "--agent", "a2c", *SMALL])

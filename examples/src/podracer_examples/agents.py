@@ -8,7 +8,9 @@ bookkeeping (terminations, truncations and their bootstrap values) comes from
 
 `podracer_examples.config.A2C` names this factory and its config class for the entry
 point (`--agent a2c`, flags `--a2c.*`); `--agent podracer_examples.agents:make_a2c`
-names the factory itself, whose `config` annotation gives the config class.
+names the factory itself, whose `config` annotation gives the config class. The
+numbers its config declares `SWEEPABLE` come through `hyper`, so `anakin --sweep
+a2c.learning_rate=...` and PBT train it as they train the built-in agents.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import jax.numpy as jnp
 import optax
 
 from podracer.agents import Agent
+from podracer.agents import Hyper
+from podracer.agents import Hyperparams
 from podracer.agents import returns
 from podracer.agents.learn import sgd_update
 from podracer.agents.validation import ConfigError
@@ -39,14 +43,22 @@ class _ActorCritic(nn.Module):
         return nn.Dense(self.num_actions)(x), nn.Dense(1)(x)[..., 0]
 
 
-def make_a2c(spec: EnvSpec, config: A2CConfig, total_updates: int | None = None) -> Agent:
+def make_a2c(
+    spec: EnvSpec,
+    config: A2CConfig,
+    total_updates: int | None = None,
+    hyper: Hyper | None = None,
+) -> Agent:
     """A2C: one actor-critic gradient step per rollout, GAE advantages (an example agent)."""
     del total_updates  # a constant learning rate
     if not spec.is_discrete:
         raise ConfigError(f"a2c acts in discrete action spaces; {spec.name} has continuous ones")
+    # A sweep's or a population's member gets its own numbers (arrays inside the program);
+    # the config's everywhere else. Structure (`hidden`) comes from the config alone.
+    hp = Hyperparams(config, hyper)
     net = _ActorCritic(spec.num_actions, config.hidden, len(spec.observation_shape))
     optimizer = optax.chain(
-        optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.learning_rate)
+        optax.clip_by_global_norm(hp.max_grad_norm), optax.adam(hp.learning_rate)
     )
 
     def init(key):
@@ -65,11 +77,11 @@ def make_a2c(spec: EnvSpec, config: A2CConfig, total_updates: int | None = None)
         del key
         ts = trajectory.timestep
         logits, values = net.apply(params, ts.observation)  # [T+1, B, A], [T+1, B]
-        bounds = returns.boundaries(ts, config.gamma)
+        bounds = returns.boundaries(ts, hp.gamma)
         final = returns.final_values(lambda o, c: net.apply(params, o)[1], ts, spec.can_truncate)
         v_t = jax.lax.stop_gradient(returns.bootstrap_values(values, final, ts))
         advantage = returns.lambda_advantages(
-            jax.lax.stop_gradient(values[:-1]), v_t, bounds, config.lambda_
+            jax.lax.stop_gradient(values[:-1]), v_t, bounds, hp.lambda_
         )
         log_probs = jax.nn.log_softmax(logits[:-1])
         taken = jnp.take_along_axis(log_probs, trajectory.action[:-1, ..., None], -1)[..., 0]
@@ -78,7 +90,7 @@ def make_a2c(spec: EnvSpec, config: A2CConfig, total_updates: int | None = None)
         policy = -mean(taken * advantage)
         value = 0.5 * mean(jnp.square(advantage + jax.lax.stop_gradient(values[:-1]) - values[:-1]))
         entropy = mean(-jnp.sum(jnp.exp(log_probs) * log_probs, -1))
-        total = policy + config.value_cost * value - config.entropy_cost * entropy
+        total = policy + hp.value_cost * value - hp.entropy_cost * entropy
         return total, {"losses/policy": policy, "losses/value": value, "losses/entropy": entropy}
 
     return Agent(
@@ -90,6 +102,6 @@ def make_a2c(spec: EnvSpec, config: A2CConfig, total_updates: int | None = None)
         greedy_act=greedy_act,
         loss=loss,
         optimizer=optimizer,
-        learning_rate=config.learning_rate,
+        learning_rate=hp.learning_rate,
         update=sgd_update(loss, optimizer),
     )

@@ -8,6 +8,7 @@ path and imported when an A2C agent is built.
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 from podracer.agents.registry import AgentEntry
 from podracer.agents.validation import check_positive
@@ -17,6 +18,12 @@ from podracer.agents.validation import check_range
 @dataclasses.dataclass(frozen=True)
 class A2CConfig:
     """A2C's hyperparameters (checked here, before anything compiles)."""
+
+    # The numbers `anakin --sweep` and PBT may vary per member: the factory reads them
+    # from its `hyper` mapping (`podracer.agents.Hyperparams`), as arrays.
+    SWEEPABLE: ClassVar[tuple[str, ...]] = (
+        "learning_rate", "gamma", "lambda_", "value_cost", "entropy_cost", "max_grad_norm",
+    )  # fmt: skip
 
     hidden: int = 64  # units of each of the two hidden layers
     learning_rate: float = 3e-3

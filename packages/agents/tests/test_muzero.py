@@ -371,7 +371,7 @@ def test_novelty_bonus_joins_the_rewards_and_trains_the_predictor_only(
     # gradient at the first step).
     assert all(moved(novelty.PREDICTOR_KEY)) and any(moved("params"))
     # With a window, the update's statistics weigh the batch against the last 5 errors.
-    windowed = make_muzero(vector_spec, dataclasses.replace(config, novelty_window=5.0))
+    windowed = make_muzero(vector_spec, dataclasses.replace(config, novelty_window=5))
     long_seen = {**params[novelty.ERROR_KEY], "count": jnp.float32(1e3)}
     long_seen = {**params, novelty.ERROR_KEY: long_seen}
     stepped, _, _ = jax.jit(windowed.update)(long_seen, opt_state, traj, jax.random.key(0))
@@ -496,7 +496,7 @@ def test_latent_norm_reaches_representation_and_dynamics(vector_spec, cheap_init
         (dict(consistency_cost=-2.0), "consistency_cost"),
         (dict(novelty_weight=-1.0), "novelty_weight"),
         (dict(novelty_fade=1.5), "novelty_fade"),
-        (dict(novelty_window=-1.0), "novelty_window"),
+        (dict(novelty_window=-1), "novelty_window"),
         (dict(exploration_epsilon=1.5), "exploration_epsilon"),
         (dict(replay={"capacity": 64}), "replay"),
     ],

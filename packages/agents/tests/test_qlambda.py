@@ -153,10 +153,11 @@ def test_pqn_is_a_registered_agent_with_its_published_defaults(vector_spec):
 
 
 def test_epsilon_falls_linearly_over_the_first_tenth_of_the_updates():
-    epsilon = epsilon_schedule(PQNConfig(epsilon_start=1.0, epsilon=0.05, epsilon_decay=0.1), 1000)
+    config = PQNConfig(epsilon_start=1.0, epsilon=0.05, epsilon_decay=0.1)
+    epsilon = epsilon_schedule(config, config.epsilon, 1000)
     values = [float(epsilon(step)) for step in (0, 50, 100, 500)]
     np.testing.assert_allclose(values, [1.0, 0.525, 0.05, 0.05], rtol=1e-6)
-    assert float(epsilon_schedule(QLambdaConfig(epsilon=0.3), 1000)(7)) == pytest.approx(0.3)
+    assert float(epsilon_schedule(QLambdaConfig(), 0.3, 1000)(7)) == pytest.approx(0.3)
 
 
 def _hand_epsilon(config, total_updates, step):
@@ -181,24 +182,25 @@ def test_epsilon_schedule_is_the_hand_written_one(start, end, decay, total):
     steps = np.unique(np.array([0, 1, span / 2, span - 1, span, span + 1, total, 5 * total],
                                np.int32))  # fmt: skip
     steps = jnp.asarray(steps)
-    got = jax.jit(epsilon_schedule(config, total))(steps)
+    got = jax.jit(epsilon_schedule(config, end, total))(steps)
     want = jax.jit(lambda s: _hand_epsilon(config, total, s))(steps)
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-7)
     assert got[0] == np.float32(start)
     np.testing.assert_array_equal(got[steps >= span], np.float32(end))
-    np.testing.assert_allclose(epsilon_schedule(config, total)(steps), got, rtol=0, atol=1e-7)
+    np.testing.assert_allclose(epsilon_schedule(config, end, total)(steps), got, rtol=0, atol=1e-7)
 
 
-def test_epsilon_schedule_takes_swept_epsilons():
-    """A sweep traces `epsilon_start` and `epsilon` (one per member); the decay's span
-    stays a Python number."""
+def test_epsilon_schedule_takes_a_swept_epsilon():
+    """A sweep traces the final `epsilon` (one per member); the decay's span stays a
+    Python number."""
     steps = jnp.arange(0, 30, dtype=jnp.int32)
+    config = PQNConfig(epsilon_start=1.0, epsilon_decay=0.2)
 
-    def member(start, end):
-        config = types.SimpleNamespace(epsilon_start=start, epsilon=end, epsilon_decay=0.2)
-        return epsilon_schedule(config, 100)(steps), _hand_epsilon(config, 100, steps)
+    def member(end):
+        hand = types.SimpleNamespace(epsilon_start=1.0, epsilon=end, epsilon_decay=0.2)
+        return epsilon_schedule(config, end, 100)(steps), _hand_epsilon(hand, 100, steps)
 
-    got, want = jax.jit(jax.vmap(member))(jnp.array([1.0, 0.5]), jnp.array([0.05, 0.1]))
+    got, want = jax.jit(jax.vmap(member))(jnp.array([0.05, 0.1]))
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-7)
 
 

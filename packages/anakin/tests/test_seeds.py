@@ -251,9 +251,9 @@ def test_bad_pbt_settings_fail_in_one_line(changes, message):
     ("spec", "message"),
     [
         ("qlambda.learning_rat=1e-3", "has no field 'learning_rat'; did you mean"),
-        ("qlambda.num_epochs=1,2", "qlambda.num_epochs is typed int, not float"),
-        ("qlambda.max_grad_norm=1,2", "typed float | None, not float"),
-        ("qlambda.optimizer=1", "typed Literal"),
+        ("qlambda.num_epochs=1,2", "qlambda.num_epochs cannot be swept: members"),
+        ("qlambda.max_grad_norm=1,2", "sweepable: qlambda.learning_rate, qlambda.gamma"),
+        ("qlambda.optimizer=1", "qlambda.optimizer cannot be swept"),
         ("qlambda.learning_rate=", "needs a comma-separated list of numbers"),
         ("qlambda.learning_rate=1e-3,,1", "needs a comma-separated list of numbers"),
         ("qlambda.learning_rate=1e-3,inf", "values must be finite"),
@@ -271,31 +271,35 @@ def test_a_bad_sweep_spec_fails_in_one_line_naming_it(spec, message):
 
 
 def test_a_field_the_agent_reads_in_python_is_refused_before_compiling(tmp_path):
-    """An agent of the user's that branches on a float field: the trace fails, naming it."""
+    """An agent of the user's that declares a number sweepable but branches on it: the
+    trace fails, naming it; one its config does not declare is refused when parsed; a
+    factory that takes no `hyper` is refused before anything traces."""
     code = textwrap.dedent(
         """
         import dataclasses
-        from podracer.agents import QLambdaConfig, make_agent, register_agent
+        from typing import ClassVar
+        from podracer.agents import Hyperparams, QLambdaConfig, make_agent, register_agent
 
         @dataclasses.dataclass(frozen=True)
         class BranchyConfig(QLambdaConfig):
+            SWEEPABLE: ClassVar[tuple[str, ...]] = ("gamma", "threshold")
             threshold: float = 0.5
             strict: float = 1.0
 
-            def __post_init__(self):
-                super().__post_init__()
-                if not isinstance(self.strict, float):  # a check a traced value fails
-                    raise ValueError(f"BranchyConfig.strict must be a float, got {self.strict}")
-
-        def make_branchy(spec, config, total_updates=None):
-            config = dataclasses.replace(config)  # its checks run again, on traced values
-            if config.threshold > 0.7:  # Python reads the value: it cannot be swept
-                config = dataclasses.replace(config, learning_rate=1e-4)
+        def make_branchy(spec, config, total_updates=None, hyper=None):
+            hp = Hyperparams(config, hyper)
+            lr = 1e-4 if hp.threshold > 0.7 else 1e-3  # Python reads it: it cannot be swept
             base = QLambdaConfig(**{f.name: getattr(config, f.name)
                                     for f in dataclasses.fields(QLambdaConfig)})
-            return make_agent("qlambda", spec, base, total_updates)
+            base = dataclasses.replace(base, learning_rate=lr)
+            return make_agent("qlambda", spec, base, total_updates,
+                              {k: v for k, v in (hyper or {}).items() if k == "gamma"})
+
+        def make_plain(spec, config, total_updates=None):
+            return make_branchy(spec, config, total_updates)
 
         register_agent("branchy", BranchyConfig, make_branchy)
+        register_agent("plain", BranchyConfig, make_plain)
         """
     )
     (tmp_path / "branchy_agent.py").write_text(code)
@@ -311,10 +315,12 @@ def test_a_field_the_agent_reads_in_python_is_refused_before_compiling(tmp_path)
             "AnakinConfig.sweep: agent 'branchy' reads branchy.threshold in Python"
         )
         with pytest.raises(ConfigError) as info:
-            train(dataclasses.replace(config, sweep=("branchy.strict=1,2",), run_name="s"))
-        assert str(info.value).startswith(
-            "AnakinConfig.sweep: agent 'branchy' reads branchy.strict in Python"
-        ) and "BranchyConfig.strict must be a float" in str(info.value)
+            dataclasses.replace(config, sweep=("branchy.strict=1,2",), run_name="s")
+        assert "branchy.strict cannot be swept" in str(info.value)
+        assert "sweepable: branchy.gamma, branchy.threshold" in str(info.value)
+        plain = dataclasses.replace(config, agent="plain", sweep=("plain.gamma=0.9,0.99",))
+        with pytest.raises(ConfigError, match="its factory takes no `hyper`"):
+            train(plain)
         # Sweeping only what it reads arithmetically runs.
         result = train(dataclasses.replace(config, sweep=("branchy.gamma=0.9,0.99",), run_name="c"))
         assert {r["member"] for r in result.history} == {0, 1}
@@ -326,8 +332,9 @@ def test_a_field_the_agent_reads_in_python_is_refused_before_compiling(tmp_path)
 # Builds a 3-seed PPO init (Flax's orthogonal initialisers are LAPACK QRs) and calls it
 # again and again, with XLA's default flags: vmapped over seeds it deadlocked XLA:CPU's
 # concurrency-optimized scheduler within a few calls (benchmarks/results/xla_cpu_deadlock.py).
-def test_muzero_sweeps_its_search_s_floats():
-    """MuZero rebuilds its search config (a greedy copy) from swept values: it traces."""
+def test_muzero_sweeps_its_search_s_numbers():
+    """MuZero hands its search a member's swept numbers (a greedy copy without the
+    noise): it traces."""
     from podracer.agents import MuZeroConfig
     from podracer.agents import ReplayConfig
     from podracer.anakin.run import build

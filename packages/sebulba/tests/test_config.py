@@ -65,7 +65,7 @@ def test_mountaincar_defaults_are_its_impala_preset(env):
     assert config.agent == "impala" and source.startswith("preset 'MountainCar-v0' for impala")
     assert config.agent_config == PRESETS[("impala", "MountainCar-v0")].agent_config
     a = config.agent_config
-    assert (a.novelty_weight, a.novelty_fade, a.novelty_window) == (10.0, 0.6, 50_000.0)
+    assert (a.novelty_weight, a.novelty_fade, a.novelty_window) == (10.0, 0.6, 50_000)
     assert (a.clip_eps, a.num_epochs, a.num_minibatches) == (0.2, 4, 4)
     layout = (config.envs_per_thread, config.rollout_length, config.total_env_steps)
     assert layout == (16, 32, 1_000_000)

@@ -14,6 +14,9 @@ from .evaluation import env_keys as env_keys
 from .evaluation import host_episodes as host_episodes
 from .evaluation import jax_episodes as jax_episodes
 from .evaluation import jax_observations as jax_observations
+from .hyper import Hyper as Hyper
+from .hyper import Hyperparams as Hyperparams
+from .hyper import sweepable as sweepable
 from .impala import make_impala as make_impala
 from .learn import learner_updates as learner_updates
 from .learn import make_learn as make_learn

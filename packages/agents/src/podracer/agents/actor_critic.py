@@ -21,6 +21,7 @@ import jax
 import optax
 
 from podracer.agents import novelty
+from podracer.agents.hyper import Hyperparams
 from podracer.agents.learn import config_learning_rate
 from podracer.agents.learn import make_optimizer
 from podracer.agents.networks import core_initializer
@@ -65,15 +66,22 @@ class ActorCriticParts(NamedTuple):
 
 
 def actor_critic_parts(
-    spec: EnvSpec, config: Any, owner: str, total_updates: int | None, adam_eps: float = 1e-8
+    spec: EnvSpec,
+    config: Any,
+    owner: str,
+    total_updates: int | None,
+    adam_eps: float = 1e-8,
+    hp: Hyperparams | None = None,
 ) -> ActorCriticParts:
     """The parts a PPO or IMPALA `config` (named `owner` in errors) asks for on `spec`,
-    its learning rate annealed over `total_updates` where the config says so."""
+    its learning rate (`hp`'s: a member's where swept) annealed over `total_updates`
+    where the config says so."""
+    hp = Hyperparams(config) if hp is None else hp
     net = make_actor_critic(spec, config, owner)
     network_init, apply = normalized_network(
         net, spec, config.normalize_observations, config.normalize_values, config.observation_clip
     )
-    with_novelty = novelty.enabled(getattr(config, "novelty_weight", 0.0))
+    with_novelty = novelty.enabled(getattr(hp, "novelty_weight", 0.0))
 
     def init(key: chex.PRNGKey) -> dict[str, Any]:
         params = network_init(key)
@@ -82,7 +90,7 @@ def actor_critic_parts(
                                                        tuple(spec.observation_shape))}  # fmt: skip
         return params
 
-    learning_rate = config_learning_rate(config, total_updates)
+    learning_rate = config_learning_rate(config, hp.learning_rate, total_updates)
     optimizer = make_optimizer(learning_rate, config.max_grad_norm, eps=adam_eps)
     frozen: tuple[str, ...] = ()
     if config.normalize_observations or config.normalize_values:

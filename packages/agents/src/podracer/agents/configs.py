@@ -113,6 +113,11 @@ class QLambdaConfig(_Minibatched):
     Learning", ICLR 2025): the `pqn` presets set those.
     """
 
+    # What a sweep or a population may vary per member (`podracer.agents.hyper`).
+    SWEEPABLE: ClassVar[tuple[str, ...]] = (
+        "learning_rate", "gamma", "lambda_", "reward_scale", "epsilon",
+    )  # fmt: skip
+
     learning_rate: float = 1e-3  # the demo uses 1e-4; 1e-3 learns Catch in ~2e5 steps
     anneal_lr: bool = False  # linearly to 0 over the run's updates
     optimizer: Literal["adam", "radam"] = "adam"  # PQN: radam
@@ -185,6 +190,11 @@ class ImpalaConfig(_Minibatched):
     # Fields named otherwise by earlier versions: a stored config's old name reads as
     # the new one (`podracer.runs.config.config_from_json`).
     RENAMED: ClassVar[dict[str, str]] = {"baseline_cost": "value_cost"}
+    # What a sweep or a population may vary per member (`podracer.agents.hyper`).
+    SWEEPABLE: ClassVar[tuple[str, ...]] = (
+        "learning_rate", "gamma", "lambda_", "entropy_cost", "value_cost",
+        "clip_rho_threshold", "clip_pg_rho_threshold", "novelty_weight", "novelty_fade",
+    )  # fmt: skip
 
     learning_rate: float = 6e-4
     anneal_lr: bool = False  # linearly to 0 over the run's updates
@@ -235,7 +245,7 @@ class ImpalaConfig(_Minibatched):
     # sets states apart.
     novelty_weight: float = 0.0
     novelty_fade: float = 0.0
-    novelty_window: float = 0.0
+    novelty_window: int = 0
 
     def __post_init__(self):
         check_finite(self)
@@ -246,7 +256,7 @@ class ImpalaConfig(_Minibatched):
         check_range(self, "value_cost", 0.0, float("inf"))
         check_range(self, "novelty_weight", 0.0, float("inf"))
         check_range(self, "novelty_fade", 0.0, 1.0)
-        check_range(self, "novelty_window", 0.0, float("inf"))
+        check_int(self, "novelty_window", minimum=0)
         check_int(self, "num_epochs", "num_minibatches")
         if self.clip_eps is not None:
             check_positive(self, "clip_eps")
@@ -266,6 +276,10 @@ class PPOConfig(_Minibatched):
     # Fields named otherwise by earlier versions: a stored config's old name reads as
     # the new one (`podracer.runs.config.config_from_json`).
     RENAMED: ClassVar[dict[str, str]] = {"gae_lambda": "lambda_"}
+    # What a sweep or a population may vary per member (`podracer.agents.hyper`).
+    SWEEPABLE: ClassVar[tuple[str, ...]] = (
+        "learning_rate", "gamma", "lambda_", "clip_eps", "entropy_cost", "value_cost",
+    )  # fmt: skip
 
     learning_rate: float = 2.5e-4
     anneal_lr: bool = True  # linearly to 0 over the run's updates
@@ -323,6 +337,14 @@ class MuZeroConfig:
     they were found is in `benchmarks/results/muzero_tuning.md`.
     """
 
+    # What a sweep or a population may vary per member (`podracer.agents.hyper`): the
+    # search's numbers too (`search.gumbel_scale`, ...).
+    SWEEPABLE: ClassVar[tuple[str, ...]] = (
+        "learning_rate", "gamma", "value_cost", "reward_cost", "policy_cost", "entropy_cost",
+        "consistency_cost", "novelty_weight", "novelty_fade", "exploration_epsilon",
+        *(f"search.{name}" for name in SearchConfig.SWEEPABLE),
+    )  # fmt: skip
+
     learning_rate: float = 1e-3
     gamma: float = 0.99
     num_unroll_steps: int = 5  # K
@@ -373,7 +395,7 @@ class MuZeroConfig:
     # How many of the latest errors the bonus's scale (their standard deviation) weighs,
     # about (0: every error so far). Where the predictor catches up within a few updates
     # (MountainCar's two-dimensional observations) the all-time scale leaves no bonus.
-    novelty_window: float = 0.0
+    novelty_window: int = 0
     max_grad_norm: float | None = 10.0
     # Acting: a uniformly random action with this probability (the policy target is still
     # the search's); keeps every action in the data where the search policy is sharp.
@@ -400,7 +422,7 @@ class MuZeroConfig:
         check_range(self, "gamma", 0.0, 1.0)
         check_range(self, "exploration_epsilon", 0.0, 1.0)
         check_range(self, "novelty_fade", 0.0, 1.0)
-        check_range(self, "novelty_window", 0.0, float("inf"))
+        check_int(self, "novelty_window", minimum=0)
         costs = ("value_cost", "reward_cost", "policy_cost", "entropy_cost", "consistency_cost",
                  "novelty_weight")  # fmt: skip
         for name in costs:

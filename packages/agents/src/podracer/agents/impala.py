@@ -32,6 +32,8 @@ from podracer.agents import returns
 from podracer.agents.actor_critic import ActorCriticParts
 from podracer.agents.actor_critic import actor_critic_parts
 from podracer.agents.configs import ImpalaConfig
+from podracer.agents.hyper import Hyper
+from podracer.agents.hyper import Hyperparams
 from podracer.agents.learn import minibatch_update
 from podracer.agents.learn import sgd_update
 from podracer.agents.normalization import VALUE_KEY
@@ -91,14 +93,19 @@ def behaviour_log_prob(spec: EnvSpec, trajectory: Trajectory) -> chex.Array:
 
 
 def impala_loss(
-    ac: ActorCriticParts, config: ImpalaConfig, spec: EnvSpec, params, trajectory: Trajectory
+    ac: ActorCriticParts,
+    config: ImpalaConfig,
+    hp: Hyperparams,
+    spec: EnvSpec,
+    params,
+    trajectory: Trajectory,
 ) -> tuple[chex.Array, tuple[dict[str, chex.Array], chex.Array, chex.Array]]:
     """`(loss, (metrics, value targets [T, B], mask [T, B]))`: V-trace's policy and
     baseline losses and the entropy bonus on a trajectory `[T+1, B]` (the network unrolled
-    from its start state for a recurrent core)."""
+    from its start state for a recurrent core); `hp`: the (member's) numbers."""
     ts = trajectory.timestep
     (dist, values), cores = ac.forward_all(params, ts.observation, ts.first, trajectory.core)
-    bounds = returns.boundaries(ts, config.gamma)
+    bounds = returns.boundaries(ts, hp.gamma)
     final_v = returns.final_values(
         lambda o, c: ac.apply(params, o, c, method="value"), ts, spec.can_truncate, cores
     )
@@ -114,9 +121,9 @@ def impala_loss(
         v_t,
         bounds,
         rho_tm1,
-        config.lambda_,
-        config.clip_rho_threshold,
-        config.clip_pg_rho_threshold,
+        hp.lambda_,
+        hp.clip_rho_threshold,
+        hp.clip_pg_rho_threshold,
     )
     pg_loss = policy_loss(logp_tm1, ratio_tm1, vt, values[:-1], bounds.mask, config.clip_eps)
     value_tm1, target_tm1 = values[:-1], vt.value_target
@@ -124,7 +131,7 @@ def impala_loss(
         value_tm1, target_tm1 = (normalize(params[VALUE_KEY], v) for v in (value_tm1, target_tm1))
     value_loss = 0.5 * masked_mean(jnp.square(target_tm1 - value_tm1), bounds.mask)
     entropy = masked_mean(ac.policy.entropy(dist_tm1), bounds.mask)
-    total = pg_loss + config.value_cost * value_loss - config.entropy_cost * entropy
+    total = pg_loss + hp.value_cost * value_loss - hp.entropy_cost * entropy
     metrics = {
         "losses/total": total,
         "losses/policy": pg_loss,
@@ -139,9 +146,13 @@ def impala_loss(
 
 
 def make_impala(
-    spec: EnvSpec, config: ImpalaConfig = ImpalaConfig(), total_updates: int | None = None
+    spec: EnvSpec,
+    config: ImpalaConfig = ImpalaConfig(),
+    total_updates: int | None = None,
+    hyper: Hyper | None = None,
 ) -> Agent:
-    ac = actor_critic_parts(spec, config, "ImpalaConfig", total_updates)
+    hp = Hyperparams(config, hyper)
+    ac = actor_critic_parts(spec, config, "ImpalaConfig", total_updates, hp=hp)
     obs_ndim = len(spec.observation_shape)
 
     def act(params, key, observation, step=0, core=None, first=None):
@@ -155,12 +166,10 @@ def make_impala(
     def loss_and_targets(params, trajectory: Trajectory, key: chex.PRNGKey):
         del key
         if not ac.novelty:
-            return impala_loss(ac, config, spec, params, trajectory)
-        weight = novelty.faded_weight(
-            params, config.novelty_weight, config.novelty_fade, total_updates
-        )
+            return impala_loss(ac, config, hp, spec, params, trajectory)
+        weight = novelty.faded_weight(params, hp.novelty_weight, hp.novelty_fade, total_updates)
         augmented, errors = novelty.with_bonus(params, trajectory, weight, obs_ndim)
-        total, (metrics, targets, mask) = impala_loss(ac, config, spec, params, augmented)
+        total, (metrics, targets, mask) = impala_loss(ac, config, hp, spec, params, augmented)
         predictor_loss, bonus_metrics = novelty.predictor_loss(trajectory, augmented, errors)
         return total + predictor_loss, ({**metrics, **bonus_metrics}, targets, mask)
 

@@ -87,13 +87,16 @@ def make_optimizer(
     return optax.chain(*chain)
 
 
-def config_learning_rate(config: Any, total_updates: int | None) -> float | optax.Schedule:
-    """A minibatched agent config's `learning_rate`, `annealed` over the run's updates (of
-    `num_epochs * num_minibatches` optimizer steps) where it sets `anneal_lr`."""
+def config_learning_rate(
+    config: Any, learning_rate: Any, total_updates: int | None
+) -> float | optax.Schedule:
+    """`learning_rate` (a minibatched agent's, or a member's swept one), `annealed` over
+    the run's updates (of `num_epochs * num_minibatches` optimizer steps) where `config`
+    sets `anneal_lr`."""
     if not config.anneal_lr:
-        return config.learning_rate
+        return learning_rate
     steps_per_update = config.num_epochs * config.num_minibatches
-    return annealed(config.learning_rate, total_updates, steps_per_update)
+    return annealed(learning_rate, total_updates, steps_per_update)
 
 
 def annealed(

@@ -51,6 +51,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Mapping
+from typing import Any
 from typing import NamedTuple
 
 import chex
@@ -61,6 +63,8 @@ import optax
 from podracer.agents import novelty
 from podracer.agents import returns
 from podracer.agents.configs import MuZeroConfig
+from podracer.agents.hyper import Hyper
+from podracer.agents.hyper import Hyperparams
 from podracer.agents.learn import make_optimizer
 from podracer.agents.learn import sgd_update
 from podracer.agents.muzero_networks import MuZeroNetwork
@@ -206,8 +210,12 @@ def scaled_actions(spec: EnvSpec, action: chex.Array) -> chex.Array:
     return jnp.clip(2.0 * (flat - low) / (high - low) - 1.0, -1.0, 1.0)
 
 
-def muzero_network(spec: EnvSpec, config: MuZeroConfig) -> MuZeroNetwork:
-    """The representation, dynamics and prediction networks `config` asks for on `spec`."""
+def muzero_network(
+    spec: EnvSpec, config: MuZeroConfig, hp: Hyperparams | None = None
+) -> MuZeroNetwork:
+    """The representation, dynamics and prediction networks `config` asks for on `spec`
+    (with consistency heads where `hp`'s consistency cost is not a plain 0)."""
+    hp = Hyperparams(config) if hp is None else hp
     return MuZeroNetwork(
         num_actions=spec.num_actions,
         action_size=0 if spec.is_discrete else math.prod(spec.action_shape),
@@ -220,7 +228,7 @@ def muzero_network(spec: EnvSpec, config: MuZeroConfig) -> MuZeroNetwork:
         reward_bins=config.reward_support.num_bins,
         latent_norm=config.latent_norm,
         # A swept cost is an array: the heads are built for every member then.
-        consistency=not _is_zero(config.consistency_cost),
+        consistency=not _is_zero(hp.consistency_cost),
     )
 
 
@@ -228,6 +236,7 @@ def value_targets(
     net: MuZeroNetwork,
     model: MuZeroModel,
     config: MuZeroConfig,
+    hp: Hyperparams,
     can_truncate: bool,
     params,
     trajectory,
@@ -235,7 +244,7 @@ def value_targets(
     """Latents `[T+1, B, L]`, predicted values `[T+1, B]`, n-step targets `[T+1, B]` (the
     last row, state T, its own search value) and the trajectory's `Boundaries`."""
     ts = trajectory.timestep
-    bounds = returns.boundaries(ts, config.gamma)
+    bounds = returns.boundaries(ts, hp.gamma)
     latents = net.apply(params, ts.observation, method=MuZeroNetwork.represent)  # [T+1, B, L]
     _, value_logits = net.apply(params, latents, method=MuZeroNetwork.predict)
     values = logits_to_scalar(config.value_support, value_logits)
@@ -328,6 +337,7 @@ def muzero_loss(
     net: MuZeroNetwork,
     model: MuZeroModel,
     config: MuZeroConfig,
+    hp: Hyperparams,
     spec: EnvSpec,
     params,
     trajectory: Trajectory,
@@ -335,11 +345,13 @@ def muzero_loss(
     """MuZero's loss on a trajectory `[T+1, B]` (see the module doc): the cross-entropies
     summed over unroll steps (step 0 weight 1, unrolled steps 1/K) and averaged over the
     learnable positions, each sequence weighted by its importance weight when replayed
-    with priorities (`extras["replay_weight"]`)."""
+    with priorities (`extras["replay_weight"]`); `hp`: the (member's) weights."""
     num_unroll = config.num_unroll_steps
     if net.num_actions is None:  # dynamics takes actions scaled to [-1, 1]
         trajectory = trajectory._replace(action=scaled_actions(spec, trajectory.action))
-    latents, _, g, bounds = value_targets(net, model, config, spec.can_truncate, params, trajectory)
+    latents, _, g, bounds = value_targets(
+        net, model, config, hp, spec.can_truncate, params, trajectory
+    )
     targets = jax.lax.stop_gradient(unroll_targets(trajectory, g, bounds, num_unroll))
     value_ce, policy_ce, reward_ce, entropy, unrolled = unroll_cross_entropies(
         net, config, params, latents[:-1], targets
@@ -357,15 +369,11 @@ def muzero_loss(
     policy_loss = weighted(policy_ce, targets.policy_mask, step_weight)
     reward_loss = weighted(reward_ce, targets.reward_mask, 1.0 / num_unroll)
     prior_entropy = weighted(entropy[None], targets.policy_mask[:1], 1.0)
-    total = (
-        config.value_cost * value_loss
-        + config.policy_cost * policy_loss
-        + config.reward_cost * reward_loss
-    )
+    total = hp.value_cost * value_loss + hp.policy_cost * policy_loss + hp.reward_cost * reward_loss
     # Left out of the program at 0 (not multiplied by 0): a term of the same value still
     # changes XLA's fusions and the floating point of the run (muzero_tuning.md, Catch).
-    if not _is_zero(config.entropy_cost):
-        total = total - config.entropy_cost * prior_entropy
+    if not _is_zero(hp.entropy_cost):
+        total = total - hp.entropy_cost * prior_entropy
     extra_metrics = {}
     if net.consistency:
         num_steps = bounds.mask.shape[0]
@@ -374,7 +382,7 @@ def muzero_loss(
         )
         similarity = consistency_similarity(net, params, unrolled, observed)  # [K, T, B]
         consistency_loss = weighted(-similarity, targets.policy_mask[1:], 1.0 / num_unroll)
-        total = total + config.consistency_cost * consistency_loss
+        total = total + hp.consistency_cost * consistency_loss
         extra_metrics["losses/consistency"] = consistency_loss
     search_policy = trajectory.extras["policy"][:-1]
     metrics = {
@@ -393,41 +401,42 @@ def muzero_loss(
 
 
 def _discrete_acting(
-    spec: EnvSpec, config: MuZeroConfig, model: MuZeroModel, greedy_search: SearchConfig
+    spec: EnvSpec, config: MuZeroConfig, hp: Hyperparams, model: MuZeroModel, greedy: _Greedy
 ):
     """`(act, greedy_act)` of MuZero on discrete actions: the search's action, a uniformly
     random one at `exploration_epsilon`; greedy: the search without its noise."""
+    swept = hp.search.values()
 
     def act(params, key, observation, step=0, core=None, first=None):
         del step, core, first  # no schedule in acting; feed-forward
         search_key, explore_key, action_key = jax.random.split(key, 3)
-        out = search(params, search_key, model, observation, config.search)
+        out = search(params, search_key, model, observation, config.search, swept=swept)
         action = out.action
-        if config.exploration_epsilon > 0:
+        if not _is_zero(hp.exploration_epsilon):
             explore = jax.random.uniform(explore_key, action.shape)
             uniform = jax.random.randint(action_key, action.shape, 0, spec.num_actions, jnp.int32)
-            action = jnp.where(explore < config.exploration_epsilon, uniform, action)
+            action = jnp.where(explore < hp.exploration_epsilon, uniform, action)
         return action, {"policy": out.action_weights, "root_value": out.root_value}, ()
 
     def greedy_act(params, observation, core=None, first=None):
         del core, first  # feed-forward
         # Deterministic search (no Gumbel noise / root noise): the key is unused.
         key = jax.random.PRNGKey(0)
-        return search(params, key, model, observation, greedy_search).action, ()
+        out = search(params, key, model, observation, greedy.config, swept=greedy.swept)
+        return out.action, ()
 
     return act, greedy_act
 
 
 def _sampled_acting(
-    spec: EnvSpec, config: MuZeroConfig, net: MuZeroNetwork, greedy_search: SearchConfig
+    spec: EnvSpec, config: MuZeroConfig, hp: Hyperparams, net: MuZeroNetwork, greedy: _Greedy
 ):
     """`(act, greedy_act)` of Sampled MuZero on a bounded box: the search over sampled
     pre-squash actions u, the env given tanh(u) scaled into the box."""
     low, high = spec.action_bounds()  # finite (EnvSpec checks)
-    sampled_model = make_sampled_model(
-        net, config.value_support, config.reward_support, config.gamma
-    )
+    sampled_model = make_sampled_model(net, config.value_support, config.reward_support, hp.gamma)
     num_samples = config.num_action_samples
+    swept = hp.search.values()
 
     def to_env(u):  # [B, D] -> [B, *action_shape] in the box
         return tanh_squash(u, low.reshape(-1), high.reshape(-1)).reshape(
@@ -438,16 +447,17 @@ def _sampled_acting(
         del step, core, first  # no schedule in acting; feed-forward
         search_key, explore_key, action_key = jax.random.split(key, 3)
         out = sampled_search(
-            params, search_key, sampled_model, observation, config.search, num_samples
-        )
+            params, search_key, sampled_model, observation, config.search, num_samples,
+            swept=swept,
+        )  # fmt: skip
         action = to_env(out.action)
-        if config.exploration_epsilon > 0:
+        if not _is_zero(hp.exploration_epsilon):
             explore = jax.random.uniform(explore_key, action.shape[:1])
             explore = explore.reshape(-1, *[1] * len(spec.action_shape))
             uniform = jax.random.uniform(
                 action_key, action.shape, minval=low[None], maxval=high[None]
             )
-            action = jnp.where(explore < config.exploration_epsilon, uniform, action)
+            action = jnp.where(explore < hp.exploration_epsilon, uniform, action)
         extras = {
             "policy": out.search.action_weights,
             "root_value": out.search.root_value,
@@ -466,41 +476,55 @@ def _sampled_acting(
         samples = sampled_model.sample(root_key, prior, num_samples)
         samples = samples.at[:, 0].set(prior.mean)
         out = sampled_search(
-            params, search_key, sampled_model, observation, greedy_search, num_samples,
-            root_samples=samples,
+            params, search_key, sampled_model, observation, greedy.config, num_samples,
+            root_samples=samples, swept=greedy.swept,
         )  # fmt: skip
         return to_env(out.action), ()
 
     return act, greedy_act
 
 
-def _greedy(search: SearchConfig) -> SearchConfig:
+class _Greedy(NamedTuple):
+    """The evaluation search: its config and a member's swept numbers it keeps."""
+
+    config: SearchConfig
+    swept: dict[str, Any]
+
+
+def _greedy(search: SearchConfig, swept: Mapping[str, Any]) -> _Greedy:
     """The search without its exploration: no Gumbel noise, or no root noise and the most
-    visited action."""
+    visited action, whatever a member explores with (its other swept numbers kept)."""
     if search.policy == "gumbel":
-        return dataclasses.replace(search, gumbel_scale=0.0)
-    return dataclasses.replace(search, dirichlet_fraction=0.0, temperature=0.0)
+        noise = {"gumbel_scale": 0.0}
+    else:
+        noise = {"dirichlet_fraction": 0.0, "temperature": 0.0}
+    kept = {k: v for k, v in swept.items() if k not in noise}
+    return _Greedy(dataclasses.replace(search, **noise), kept)
 
 
 def make_muzero(
-    spec: EnvSpec, config: MuZeroConfig = MuZeroConfig(), total_updates: int | None = None
+    spec: EnvSpec,
+    config: MuZeroConfig = MuZeroConfig(),
+    total_updates: int | None = None,
+    hyper: Hyper | None = None,
 ) -> Agent:
     # total_updates: the novelty bonus's fade (the learning rate is constant)
-    net = muzero_network(spec, config)
-    model = make_model(net, config.value_support, config.reward_support, config.gamma)
-    optimizer = make_optimizer(config.learning_rate, config.max_grad_norm)
+    hp = Hyperparams(config, hyper)
+    net = muzero_network(spec, config, hp)
+    model = make_model(net, config.value_support, config.reward_support, hp.gamma)
+    optimizer = make_optimizer(hp.learning_rate, config.max_grad_norm)
     # A swept weight is an array: the bonus's networks are built for every member then.
-    with_novelty = not _is_zero(config.novelty_weight)
+    with_novelty = not _is_zero(hp.novelty_weight)
     obs_ndim = len(spec.observation_shape)
     if with_novelty:
         optimizer = frozen_statistics(optimizer, novelty.FROZEN_KEYS)
-    greedy_search = _greedy(config.search)
+    greedy = _greedy(config.search, hp.search.values())
     if spec.is_discrete:
         net_action_shape, action_dtype = (), "int32"
-        act, greedy_act = _discrete_acting(spec, config, model, greedy_search)
+        act, greedy_act = _discrete_acting(spec, config, hp, model, greedy)
     else:  # Sampled MuZero over pre-squash Gaussian draws u; the env gets the box's tanh(u)
         net_action_shape, action_dtype = (net.action_size,), "float32"
-        act, greedy_act = _sampled_acting(spec, config, net, greedy_search)
+        act, greedy_act = _sampled_acting(spec, config, hp, net, greedy)
 
     def init(key):
         obs = jnp.zeros((1, *spec.observation_shape), spec.observation_dtype)
@@ -510,12 +534,10 @@ def make_muzero(
         return params
 
     def rewarded(params, trajectory: Trajectory):
-        weight = novelty.faded_weight(
-            params, config.novelty_weight, config.novelty_fade, total_updates
-        )
+        weight = novelty.faded_weight(params, hp.novelty_weight, hp.novelty_fade, total_updates)
         return novelty.with_bonus(params, trajectory, weight, obs_ndim)
 
-    targets = functools.partial(value_targets, net, model, config, spec.can_truncate)
+    targets = functools.partial(value_targets, net, model, config, hp, spec.can_truncate)
 
     def priority(params, trajectory: Trajectory):
         """Mean |value - n-step target| over each sequence's learnable positions: `[B]`."""
@@ -529,9 +551,9 @@ def make_muzero(
     def loss(params, trajectory: Trajectory, key: chex.PRNGKey):
         del key
         if not with_novelty:
-            return muzero_loss(net, model, config, spec, params, trajectory)
+            return muzero_loss(net, model, config, hp, spec, params, trajectory)
         augmented, errors = rewarded(params, trajectory)
-        total, metrics = muzero_loss(net, model, config, spec, params, augmented)
+        total, metrics = muzero_loss(net, model, config, hp, spec, params, augmented)
         predictor_loss, bonus_metrics = novelty.predictor_loss(trajectory, augmented, errors)
         return total + predictor_loss, {**metrics, **bonus_metrics}
 
@@ -548,7 +570,7 @@ def make_muzero(
         greedy_act=greedy_act,
         loss=loss,
         optimizer=optimizer,
-        learning_rate=config.learning_rate,
+        learning_rate=hp.learning_rate,
         update=update,
         replay=config.replay if config.replay.enabled else None,
         priority=priority,

@@ -115,7 +115,7 @@ def observe(
     observation_ndim: int,
     mask: chex.Array | None = None,
     reduce: ReduceFn = lambda t: t,
-    window: Any = 0,
+    window: int = 0,
 ) -> dict[str, Any]:
     """`params` with `observation` `[..., *obs_shape]` (where `mask` `[...]`) merged into
     the observation statistics, then the predictor's errors on them, under the merged
@@ -125,8 +125,7 @@ def observe(
     params = {**params, OBS_KEY: update_stats(params[OBS_KEY], flat, reduce, mask)}
     errors = prediction_errors(params, observation, observation_ndim)
     stats = params[ERROR_KEY]
-    window = jnp.asarray(window, jnp.float32)  # an array where a sweep varies it
-    count = jnp.where(window > 0, jnp.minimum(stats["count"], window), stats["count"])
+    count = stats["count"] if window <= 0 else jnp.minimum(stats["count"], float(window))
     return {
         **params,
         ERROR_KEY: update_stats({**stats, "count": count}, errors, reduce, mask),
@@ -180,7 +179,7 @@ def predictor_loss(
     return loss, {"losses/novelty": loss, "agent/novelty_bonus": masked_mean(bonus, mask)}
 
 
-def observing(update, observation_ndim: int, window: Any = 0):
+def observing(update, observation_ndim: int, window: int = 0):
     """`update(params, opt_state, trajectory, key, reduce_grads)` after `observe` of the
     trajectory's reached observations (its learnable transitions; the error scale over
     `window`): the bonus the update trains with is on the scale of what it has seen, this

@@ -26,6 +26,8 @@ from podracer.agents import returns
 from podracer.agents.actor_critic import ActorCriticParts
 from podracer.agents.actor_critic import actor_critic_parts
 from podracer.agents.configs import PPOConfig
+from podracer.agents.hyper import Hyper
+from podracer.agents.hyper import Hyperparams
 from podracer.agents.learn import minibatch_update
 from podracer.agents.normalization import VALUE_KEY
 from podracer.agents.normalization import normalize
@@ -77,13 +79,14 @@ def value_error(
 
 
 def ppo_batch(
-    ac: ActorCriticParts, config: PPOConfig, can_truncate: bool, params, trajectory: Trajectory
+    ac: ActorCriticParts, hp: Hyperparams, can_truncate: bool, params, trajectory: Trajectory
 ) -> _Batch:
     """A rollout's transitions with their GAE advantages and value targets, from the
     values acting computed (a recurrent core is unrolled only for the final observations'
-    values, which XLA drops when the env never truncates)."""
+    values, which XLA drops when the env never truncates); `hp`: the (member's) discount
+    and lambda."""
     ts = trajectory.timestep
-    bounds = returns.boundaries(ts, config.gamma)
+    bounds = returns.boundaries(ts, hp.gamma)
     values = trajectory.extras["value"]  # behaviour values [T+1, B]
     cores = ()
     if ac.recurrent:
@@ -92,7 +95,7 @@ def ppo_batch(
         lambda o, c: ac.apply(params, o, c, method="value"), ts, can_truncate, cores
     )
     v_t = jax.lax.stop_gradient(returns.bootstrap_values(values, final_v, ts))
-    advantage = returns.lambda_advantages(values[:-1], v_t, bounds, config.lambda_)
+    advantage = returns.lambda_advantages(values[:-1], v_t, bounds, hp.lambda_)
     return _Batch(
         ts.observation[:-1],
         ts.first[:-1],
@@ -108,42 +111,52 @@ def ppo_batch(
 
 
 def ppo_loss(
-    ac: ActorCriticParts, config: PPOConfig, params, batch: _Batch, reduce=lambda x: x
+    ac: ActorCriticParts,
+    config: PPOConfig,
+    hp: Hyperparams,
+    params,
+    batch: _Batch,
+    reduce=lambda x: x,
 ) -> tuple[chex.Array, dict[str, chex.Array]]:
     """PPO's loss on a (mini)batch: the clipped surrogate, the (clipped) value error and
-    the entropy bonus; `reduce` averages the advantage statistics over devices."""
+    the entropy bonus (`hp`: the member's clip and weights); `reduce` averages the
+    advantage statistics over devices."""
     (dist, value), _ = ac.forward_all(params, batch.observation, batch.first, batch.core)
     adv = batch.advantage
     if config.normalize_advantages:
         adv = standardized(adv, batch.mask, reduce)
     logp = ac.policy.log_prob(dist, batch.action, batch.action_extras)
     ratio = jnp.exp(logp - batch.behaviour_log_prob)
-    pg_loss = masked_mean(clipped_surrogate(ratio, adv, config.clip_eps), batch.mask)
+    pg_loss = masked_mean(clipped_surrogate(ratio, adv, hp.clip_eps), batch.mask)
     target, behaviour_value = batch.value_target, batch.behaviour_value
     if config.normalize_values:  # the loss in normalised units
         value, target, behaviour_value = (
             normalize(params[VALUE_KEY], v) for v in (value, target, behaviour_value)
         )
-    clip = config.clip_eps if config.clip_value_loss else None
+    clip = hp.clip_eps if config.clip_value_loss else None
     value_loss = 0.5 * masked_mean(value_error(value, behaviour_value, target, clip), batch.mask)
     entropy = masked_mean(ac.policy.entropy(dist), batch.mask)
-    total = pg_loss + config.value_cost * value_loss - config.entropy_cost * entropy
+    total = pg_loss + hp.value_cost * value_loss - hp.entropy_cost * entropy
     metrics = {
         "losses/total": total,
         "losses/policy": pg_loss,
         "losses/value": value_loss,
         "losses/entropy": entropy,
-        **ratio_metrics(ratio, batch.mask, config.clip_eps),
+        **ratio_metrics(ratio, batch.mask, hp.clip_eps),
     }
     return total, metrics
 
 
 def make_ppo(
-    spec: EnvSpec, config: PPOConfig = PPOConfig(), total_updates: int | None = None
+    spec: EnvSpec,
+    config: PPOConfig = PPOConfig(),
+    total_updates: int | None = None,
+    hyper: Hyper | None = None,
 ) -> Agent:
-    ac = actor_critic_parts(spec, config, "PPOConfig", total_updates, adam_eps=1e-5)
-    make_batch = functools.partial(ppo_batch, ac, config, spec.can_truncate)
-    batch_loss = functools.partial(ppo_loss, ac, config)
+    hp = Hyperparams(config, hyper)
+    ac = actor_critic_parts(spec, config, "PPOConfig", total_updates, 1e-5, hp)
+    make_batch = functools.partial(ppo_batch, ac, hp, spec.can_truncate)
+    batch_loss = functools.partial(ppo_loss, ac, config, hp)
 
     def act(params, key, observation, step=0, core=None, first=None):
         del step  # no schedule in acting

@@ -29,6 +29,8 @@ import rlax
 from podracer.agents import returns
 from podracer.agents.configs import PQNConfig
 from podracer.agents.configs import QLambdaConfig
+from podracer.agents.hyper import Hyper
+from podracer.agents.hyper import Hyperparams
 from podracer.agents.learn import config_learning_rate
 from podracer.agents.learn import make_optimizer
 from podracer.agents.learn import minibatch_update
@@ -56,17 +58,18 @@ class _Batch(NamedTuple):
     mask: chex.Array  # [T, B] bool
 
 
-def epsilon_schedule(config: QLambdaConfig, total_updates: int | None):
-    """`epsilon(update_step)`: constant, or linear from `epsilon_start` to `epsilon` over the
-    first `epsilon_decay` of the run's updates (then constant)."""
+def epsilon_schedule(config: QLambdaConfig, epsilon: Any, total_updates: int | None):
+    """`epsilon(update_step)`: the final `epsilon` (the config's, or a member's swept one)
+    constant, or linear to it from `epsilon_start` over the first `epsilon_decay` of the
+    run's updates (then constant)."""
     if config.epsilon_start is None or not total_updates:
-        return lambda step: jnp.float32(config.epsilon)
-    # `span` a Python float, as optax needs (the epsilons may be a sweep's traced values);
-    # exactly `epsilon` from its end on, where the linear part alone can miss it by a rounding.
+        return lambda step: jnp.float32(epsilon)
+    # `span` a Python float, as optax needs (`epsilon` may be a traced value); exactly
+    # `epsilon` from its end on, where the linear part alone can miss it by a rounding.
     span = max(1.0, config.epsilon_decay * total_updates)
     falling = optax.join_schedules(
-        [optax.linear_schedule(config.epsilon_start, config.epsilon, span),
-         optax.constant_schedule(config.epsilon)],
+        [optax.linear_schedule(config.epsilon_start, epsilon, span),
+         optax.constant_schedule(epsilon)],
         [span],
     )  # fmt: skip
     return lambda step: falling(jnp.asarray(step, jnp.float32))
@@ -87,20 +90,26 @@ def q_network(spec: EnvSpec, config: QLambdaConfig) -> QNetwork:
 
 
 def qlambda_batch(
-    net: QNetwork, config: QLambdaConfig, can_truncate: bool, params, trajectory: Trajectory
+    net: QNetwork,
+    config: QLambdaConfig,
+    hp: Hyperparams,
+    can_truncate: bool,
+    params,
+    trajectory: Trajectory,
 ) -> _Batch:
     """A rollout's transitions and their Peng's Q(lambda) targets from `params`' Q-values
-    (the network unrolled from the trajectory's start state for a recurrent core)."""
+    (the network unrolled from the trajectory's start state for a recurrent core); `hp`:
+    the (member's) discount, lambda and reward scale."""
     forward_all = unroll(net.apply, config.core != "none")
     ts = trajectory.timestep
     q, cores = forward_all(params, ts.observation, ts.first, trajectory.core)  # [T+1, B, A]
-    bounds = returns.boundaries(ts, config.gamma)
-    bounds = bounds._replace(reward=bounds.reward * config.reward_scale)
+    bounds = returns.boundaries(ts, hp.gamma)
+    bounds = bounds._replace(reward=bounds.reward * hp.reward_scale)
     final_v = returns.final_values(
         lambda o, c: jnp.max(net.apply(params, o, c), axis=-1), ts, can_truncate, cores
     )
     v_t = returns.bootstrap_values(jnp.max(q, axis=-1), final_v, ts)
-    lambda_t = config.lambda_ * (1.0 - bounds.cut.astype(jnp.float32))
+    lambda_t = hp.lambda_ * (1.0 - bounds.cut.astype(jnp.float32))
     targets = jax.vmap(rlax.lambda_returns, in_axes=1, out_axes=1)(
         bounds.reward, bounds.discount, v_t, lambda_t
     )
@@ -109,15 +118,19 @@ def qlambda_batch(
 
 
 def make_qlambda(
-    spec: EnvSpec, config: QLambdaConfig = QLambdaConfig(), total_updates: int | None = None
+    spec: EnvSpec,
+    config: QLambdaConfig = QLambdaConfig(),
+    total_updates: int | None = None,
+    hyper: Hyper | None = None,
 ) -> Agent:
+    hp = Hyperparams(config, hyper)
     net = q_network(spec, config)
-    learning_rate = config_learning_rate(config, total_updates)
+    learning_rate = config_learning_rate(config, hp.learning_rate, total_updates)
     optimizer = make_optimizer(learning_rate, config.max_grad_norm, name=config.optimizer)
-    epsilon = epsilon_schedule(config, total_updates)
+    epsilon = epsilon_schedule(config, hp.epsilon, total_updates)
     recurrent = config.core != "none"
     forward, forward_all = act_step(net.apply, recurrent), unroll(net.apply, recurrent)
-    make_batch = functools.partial(qlambda_batch, net, config, spec.can_truncate)
+    make_batch = functools.partial(qlambda_batch, net, config, hp, spec.can_truncate)
 
     def init(key):
         dummy = jnp.zeros((1, *spec.observation_shape), spec.observation_dtype)

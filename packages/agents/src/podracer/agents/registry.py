@@ -25,9 +25,11 @@ import dataclasses
 import difflib
 import functools
 import importlib.metadata
+import inspect
 import sys
 import typing
 from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any
 from typing import NamedTuple
 
@@ -36,6 +38,7 @@ from podracer.agents.configs import MuZeroConfig
 from podracer.agents.configs import PPOConfig
 from podracer.agents.configs import PQNConfig
 from podracer.agents.configs import QLambdaConfig
+from podracer.agents.hyper import check_hyper
 from podracer.agents.validation import ConfigError
 from podracer.envs.imports import import_path_of
 from podracer.envs.imports import resolve
@@ -253,8 +256,16 @@ def _factory(entry: AgentEntry, name: str) -> Callable[..., Any]:
     return factory
 
 
-def make_agent(name: str, spec: Any, config: Any = None, total_updates: int | None = None):
-    """Builds agent `name` for the env `spec`; `total_updates` lets schedules anneal.
+def make_agent(
+    name: str,
+    spec: Any,
+    config: Any = None,
+    total_updates: int | None = None,
+    hyper: Mapping[str, Any] | None = None,
+):
+    """Builds agent `name` for the env `spec`; `total_updates` lets schedules anneal;
+    `hyper`, a sweep's or a population's member's values of the config's `SWEEPABLE`
+    numbers (`podracer.agents.hyper`; traced scalars inside its program).
 
     Fails with a `ConfigError` before anything compiles where the config cannot serve
     the env (a convolutional torso on vector observations, say).
@@ -273,4 +284,12 @@ def make_agent(name: str, spec: Any, config: Any = None, total_updates: int | No
             f"{spec.name} has {kind} actions"
             + (f" (agents for them: {able})" if able else " (no registered agent handles them)")
         )
-    return _factory(entry, name)(spec, config, total_updates=total_updates)
+    factory = _factory(entry, name)
+    if not hyper:  # a factory need not take `hyper` unless its config declares SWEEPABLE
+        return factory(spec, config, total_updates=total_updates)
+    check_hyper(config, hyper)
+    if "hyper" not in inspect.signature(factory).parameters:
+        raise ConfigError(f"agent {name!r}: {entry.config_cls.__name__} declares SWEEPABLE "
+                          f"but its factory takes no `hyper` (def make(spec, config, "
+                          f"total_updates=None, hyper=None))")  # fmt: skip
+    return factory(spec, config, total_updates=total_updates, hyper=hyper)

@@ -57,18 +57,10 @@ def check_finite(cfg: Any) -> None:
             fail(cfg, f.name, "finite", v)
 
 
-def _traced(value: Any) -> bool:
-    """A JAX value: a swept field inside a sweep's program (podracer.runs.sweep), where a
-    config built from it is checked again; each of its values was checked before tracing."""
-    return type(value).__module__.startswith("jax")
-
-
 def check_positive(cfg: Any, *fields: str) -> None:
     """Each field is a number > 0."""
     for f in fields:
         v = getattr(cfg, f)
-        if _traced(v):
-            continue
         if not _is_number(v) or not v > 0:
             fail(cfg, f, "finite and > 0")
 
@@ -76,8 +68,6 @@ def check_positive(cfg: Any, *fields: str) -> None:
 def check_range(cfg: Any, field: str, low: float, high: float) -> None:
     """The field is a finite number in [low, high] (`high` may be inf: no upper bound)."""
     v = getattr(cfg, field)
-    if _traced(v):
-        return
     if not _is_number(v) or not low <= v <= high:
         fail(cfg, field, f"in [{low}, {high}]" if math.isfinite(high) else f"finite and >= {low}")
 

@@ -40,7 +40,7 @@ class AnakinConfig(RunConfig):
     num_seeds: int = 1
     # A hyperparameter sweep as one program, repeatable: --sweep ppo.learning_rate=1e-4,3e-4
     # --sweep ppo.entropy_cost=0,0.01 trains the grid's 4 points x num_seeds seeds as its
-    # members (float fields of the agent's config; podracer.runs.sweep).
+    # members (the numbers its config declares SWEEPABLE; podracer.runs.sweep).
     sweep: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
     # Population-based training of the sweep's members (Jaderberg et al., 2017): at the end
     # of the first chunk at or past each multiple of pbt_interval env steps, the worst

@@ -43,7 +43,6 @@ from podracer.runs import abstract_like
 from podracer.runs import block
 from podracer.runs import read_jsonl
 from podracer.runs.sweep import PREFIX
-from podracer.runs.sweep import with_values
 
 
 class Program(NamedTuple):
@@ -83,9 +82,9 @@ def build(config: AnakinConfig, env) -> tuple[Any, Program]:
     total_updates = learner_updates(config.agent_config, config.num_updates)
     mesh = make_mesh(num_devices)
 
-    def agent_with(values):
-        agent_config = with_values(config.agent_config, values)
-        return make_agent(config.agent, env.spec, agent_config, total_updates=total_updates)
+    def agent_with(values):  # a member's agent: its swept values as `hyper` (optax's shape)
+        return make_agent(config.agent, env.spec, config.agent_config,
+                          total_updates=total_updates, hyper=values)  # fmt: skip
 
     grid, swept = config.grid, None
     if grid.fields:

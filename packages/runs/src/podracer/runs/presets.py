@@ -145,7 +145,7 @@ register_preset("muzero", "Acrobot-v1", Preset(
 # over the last 5e4 errors it stays near 2 per step and leads the car up the hill; it
 # fades over 60% of the run like Acrobot's, after which the goal is what the value seeks.
 register_preset("muzero", "MountainCar-v0", Preset(
-    dataclasses.replace(_MUZERO_ACROBOT, novelty_window=50_000.0),
+    dataclasses.replace(_MUZERO_ACROBOT, novelty_window=50_000),
     "Acrobot's preset with the bonus's scale over the last 5e4 errors",
 ))  # fmt: skip
 # IMPALA on MountainCar: the same bonus (10, fading over 60% of the run, its scale over
@@ -155,7 +155,7 @@ register_preset("muzero", "MountainCar-v0", Preset(
 # never reached the flag; APPO without the bonus stays at -200 too.
 register_preset("impala", "MountainCar-v0", Preset(
     dataclasses.replace(_CLASSIC_IMPALA, clip_eps=0.2, num_epochs=4, num_minibatches=4,
-                        novelty_weight=10.0, novelty_fade=0.6, novelty_window=50_000.0),
+                        novelty_weight=10.0, novelty_fade=0.6, novelty_window=50_000),
     "the classic preset as APPO (clip 0.2, 4 epochs x 4 minibatches) with MuZero's "
     "MountainCar bonus (10 fading over 60% of the run, scale over the last 5e4 errors)",
 ))  # fmt: skip

@@ -7,10 +7,11 @@ of the runtime's state, as a multi-seed run's seeds are. Member m is grid point
 `m // num_seeds` with seed `seed + m % num_seeds`, so it trains as the single run with
 that point's values and that seed would.
 
-Only float fields of the agent's config can be swept: the runtime builds each member's
-agent inside the traced program with the swept values as arrays (one per member), which
-shapes, loop counts and Python branches cannot read. A field the agent branches on in
-Python fails in one line when the program is traced, before it compiles.
+Only the numbers an agent's config class declares sweepable (`SWEEPABLE`,
+`podracer.agents.hyper`) can be swept: the runtime builds each member's agent inside the
+traced program from its values (arrays, one per member), handed to the agent's factory
+as `hyper`, which shapes, loop counts and Python branches cannot read. The config itself
+stays the run's Python value.
 
 This module is JAX-free: the command lines validate sweeps before anything imports JAX,
 and the tools read a sweep's run directory without it.
@@ -23,12 +24,12 @@ import dataclasses
 import difflib
 import itertools
 import math
-import typing
 from collections.abc import Mapping
 from typing import Any
 
 from podracer.agents import ConfigError
 from podracer.agents import flag_group
+from podracer.agents.hyper import sweepable
 
 OWNER = "AnakinConfig.sweep"
 PREFIX = "sweep/"  # a row's swept values: sweep/ppo.learning_rate
@@ -93,42 +94,27 @@ def parse_sweep(specs: tuple[str, ...], agent: str, agent_config: Any) -> Sweep:
     return Sweep(group, tuple(fields), tuple(values))
 
 
-def sweepable_fields(config: Any, prefix: str = "") -> list[str]:
-    """The float fields of an agent config and of its nested configs (dotted)."""
-    out = []
-    hints = typing.get_type_hints(type(config))
-    for f in dataclasses.fields(config):
-        value = getattr(config, f.name)
-        if dataclasses.is_dataclass(value):
-            out.extend(sweepable_fields(value, f"{prefix}{f.name}."))
-        elif hints.get(f.name) is float:
-            out.append(prefix + f.name)
-    return out
-
-
 def _check_sweepable(config: Any, path: str, group: str) -> None:
-    allowed = sweepable_fields(config)
+    allowed = sweepable(type(config))
     if path in allowed:
         return
-    obj, hint, found = config, None, True
+    shown = ", ".join(f"{group}.{f}" for f in allowed) or "none (its config declares no SWEEPABLE)"
+    obj, found = config, True
     for part in path.split("."):
         names = {f.name for f in dataclasses.fields(obj)} if dataclasses.is_dataclass(obj) else ()
         if part not in names:
             found = False
             break
-        hint = typing.get_type_hints(type(obj)).get(part)
         obj = getattr(obj, part)
-    shown = ", ".join(f"{group}.{f}" for f in allowed)
     if not found:
         close = difflib.get_close_matches(path, allowed, n=3)
         hint = f"did you mean {', '.join(f'{group}.{c}' for c in close)}? " if close else ""
         raise ConfigError(
             f"{OWNER}: {type(config).__name__} has no field {path!r}; {hint}sweepable: {shown}"
         )
-    kind = str(hint).replace("typing.", "") if typing.get_origin(hint) else hint.__name__
     raise ConfigError(
-        f"{OWNER}: {group}.{path} is typed {kind}, not float: members of one program share "
-        f"shapes, loop counts and choices (run them separately); sweepable: {shown}"
+        f"{OWNER}: {group}.{path} cannot be swept: members of one program share shapes, "
+        f"loop counts and choices (run them separately); sweepable: {shown}"
     )
 
 
@@ -160,23 +146,6 @@ def _with_checked(config: Any, path: str, value: float, name: str) -> Any:
         return dataclasses.replace(config, **{head: value})
     except ConfigError as e:
         raise ConfigError(f"{OWNER}: {name}={value:g}: {e}") from None
-
-
-def with_values(config: Any, values: Mapping[str, Any]) -> Any:
-    """`config` with `values` (`agent_config` paths -> a float or a traced array) set,
-    without the dataclasses' checks, which cannot read traced values: every value of a
-    sweep was checked by `parse_sweep`. Nested configs are copied, never changed."""
-    config = copy.copy(config)
-    nested: dict[str, dict[str, Any]] = {}
-    for path, value in values.items():
-        head, dot, rest = path.partition(".")
-        if dot:
-            nested.setdefault(head, {})[rest] = value
-        else:
-            object.__setattr__(config, head, value)
-    for head, sub in nested.items():
-        object.__setattr__(config, head, with_values(getattr(config, head), sub))
-    return config
 
 
 def member_config(config: Mapping[str, Any], member: Mapping[str, Any]) -> dict[str, Any]:

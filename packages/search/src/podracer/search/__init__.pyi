@@ -3,6 +3,7 @@ and what `lazy_loader.attach_stub` in `__init__.py` imports on first use."""
 
 from .config import DiscreteSupport as DiscreteSupport
 from .config import SearchConfig as SearchConfig
+from .config import SearchNumbers as SearchNumbers
 from .model import DynamicsFn as DynamicsFn
 from .model import DynamicsOutput as DynamicsOutput
 from .model import Latent as Latent

@@ -8,7 +8,11 @@ for importing JAX), so the hashable settings live here and the code using them i
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import Any
+from typing import ClassVar
 from typing import Literal
+from typing import NamedTuple
 
 DEFAULT_EPS = 1e-3  # the eps of MuZero's value transform h
 
@@ -20,12 +24,32 @@ _QTRANSFORMS = ("default", "mix_value", "parent_and_siblings", "min_max")
 _DEFAULT_QTRANSFORM = {"gumbel": "mix_value", "muzero": "parent_and_siblings"}
 
 
+class SearchNumbers(NamedTuple):
+    """The search's numbers one member of a sweep may vary (`SearchConfig.SWEEPABLE`):
+    Python floats, or traced scalars where a sweep or a population sets them. The
+    policies read these here and the search's structure from its `SearchConfig`."""
+
+    gumbel_scale: Any
+    dirichlet_alpha: Any
+    dirichlet_fraction: Any
+    temperature: Any
+    pb_c_init: Any
+    pb_c_base: Any
+    value_scale: Any
+    maxvisit_init: Any
+    rescale_floor: Any
+
+
 @dataclasses.dataclass(frozen=True)
 class SearchConfig:
     """Static search settings; hashable, so jitted code can close over it.
 
-    Fields used by one policy only are ignored by the other (noted per field).
+    Fields used by one policy only are ignored by the other (noted per field). The
+    numbers in `SWEEPABLE` are read only as arrays (`numbers`), so members of one
+    program may differ in them.
     """
+
+    SWEEPABLE: ClassVar[tuple[str, ...]] = SearchNumbers._fields
 
     policy: PolicyName = "gumbel"
     num_simulations: int = 32
@@ -62,13 +86,8 @@ class SearchConfig:
         def is_number(value: object) -> bool:
             return isinstance(value, int | float) and not isinstance(value, bool)
 
-        def traced(value: object) -> bool:
-            # A swept value inside a sweep's program (podracer.runs.sweep), checked before
-            # it was traced; Python cannot compare or convert it here.
-            return type(value).__module__.startswith("jax")
-
         def number(value: object, holds) -> bool:
-            return traced(value) or (is_number(value) and holds(value))
+            return is_number(value) and holds(value)
 
         if self.policy not in _POLICIES:
             fail("policy", f"one of {_POLICIES}")
@@ -109,14 +128,19 @@ class SearchConfig:
         if self.resolved_qtransform == "min_max" and bounds is None:
             fail("value_bounds", 'a pair (min_value, max_value) when qtransform="min_max"')
         # mctx asserts float types for these (chex.assert_type); ints are accepted here.
-        for name in (
-            "gumbel_scale", "dirichlet_alpha", "dirichlet_fraction", "temperature",
-            "pb_c_init", "pb_c_base", "value_scale", "maxvisit_init", "rescale_floor",
-        ):  # fmt: skip
-            if not traced(getattr(self, name)):
-                object.__setattr__(self, name, float(getattr(self, name)))
+        for name in SearchNumbers._fields:
+            object.__setattr__(self, name, float(getattr(self, name)))
         if bounds is not None:
             object.__setattr__(self, "value_bounds", (float(bounds[0]), float(bounds[1])))
+
+    def numbers(self, swept: Mapping[str, Any] | None = None) -> SearchNumbers:
+        """This config's numbers, a member's `swept` values (name -> value) in their place."""
+        swept = swept or {}
+        unknown = sorted(set(swept) - set(SearchNumbers._fields))
+        if unknown:
+            raise ValueError(f"SearchConfig: {unknown} cannot be swept; sweepable: "
+                             f"{list(SearchNumbers._fields)}")  # fmt: skip
+        return SearchNumbers(*(swept.get(n, getattr(self, n)) for n in SearchNumbers._fields))
 
     @property
     def resolved_qtransform(self) -> str:

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from collections.abc import Mapping
+from typing import Any
 from typing import NamedTuple
 
 import chex
@@ -31,6 +33,7 @@ import mctx
 
 from podracer.search import tree_search
 from podracer.search.config import SearchConfig
+from podracer.search.config import SearchNumbers
 from podracer.search.model import MuZeroModel
 from podracer.search.model import Params
 from podracer.search.model import make_recurrent_fn
@@ -40,15 +43,17 @@ from podracer.search.model import make_root
 QTransform = Callable[[mctx.Tree, chex.Numeric], chex.Array]
 
 
-def qtransform_fn(config: SearchConfig) -> QTransform:
-    """The mctx qtransform function (`(tree, node_index) -> q[A]`) for `config`."""
+def qtransform_fn(config: SearchConfig, numbers: SearchNumbers | None = None) -> QTransform:
+    """The mctx qtransform function (`(tree, node_index) -> q[A]`) for `config` (with a
+    member's `numbers` where swept)."""
+    numbers = config.numbers() if numbers is None else numbers
     name = config.resolved_qtransform
     if name == "mix_value":
         return functools.partial(
             mctx.qtransform_completed_by_mix_value,
-            value_scale=config.value_scale,
-            maxvisit_init=config.maxvisit_init,
-            epsilon=config.rescale_floor,
+            value_scale=numbers.value_scale,
+            maxvisit_init=numbers.maxvisit_init,
+            epsilon=numbers.rescale_floor,
         )
     if name == "parent_and_siblings":
         return mctx.qtransform_by_parent_and_siblings
@@ -77,6 +82,7 @@ def run_policy(
     config: SearchConfig,
     invalid_actions: chex.Array | None = None,
     writes: tree_search.Writes = "auto",
+    swept: Mapping[str, Any] | None = None,
 ) -> SearchOutput:
     """Runs the configured policy from an already computed root.
 
@@ -89,11 +95,14 @@ def run_policy(
       invalid_actions: `[B, A]` mask at the root, 1 (or True) for invalid actions.
       writes: how the tree is written (`tree_search.search`): "auto" (by comparisons on
         a TPU, mctx's scatters elsewhere), "compare" or "scatter"; the same result.
+      swept: a member's values of the config's numbers (`SearchConfig.SWEEPABLE` names ->
+        traced scalars) where a sweep or a population varies them.
     """
     chex.assert_rank([root.prior_logits, root.value], [2, 1])
     if invalid_actions is not None:
         chex.assert_equal_shape([root.prior_logits, invalid_actions])
-    qtransform = qtransform_fn(config)
+    numbers = config.numbers(swept)
+    qtransform = qtransform_fn(config, numbers)
     # The search's arguments both policies share; each adds its root, key and selection.
     search = functools.partial(
         tree_search.search,
@@ -105,7 +114,9 @@ def run_policy(
         writes=writes,
     )
     policy = _gumbel_muzero if config.policy == "gumbel" else _muzero
-    tree, action, action_weights = policy(search, key, root, config, invalid_actions, qtransform)
+    tree, action, action_weights = policy(
+        search, key, root, config, numbers, invalid_actions, qtransform
+    )
     summary = tree.summary()
     return SearchOutput(
         action=action.astype(jnp.int32),
@@ -117,14 +128,14 @@ def run_policy(
     )
 
 
-def _gumbel_muzero(search, key, root, config, invalid_actions, qtransform):
+def _gumbel_muzero(search, key, root, config, numbers, invalid_actions, qtransform):
     """`mctx.gumbel_muzero_policy`'s steps on `tree_search.search`: Gumbel noise on the
     root's masked prior, Sequential Halving at the root; the action is the best-scored of
     the most visited considered actions, the target softmax(prior + completed Q)."""
     root = root.replace(prior_logits=_mask_invalid(root.prior_logits, invalid_actions))
     key, gumbel_key = jax.random.split(key)
     logits = root.prior_logits
-    gumbel = config.gumbel_scale * jax.random.gumbel(gumbel_key, logits.shape, logits.dtype)
+    gumbel = numbers.gumbel_scale * jax.random.gumbel(gumbel_key, logits.shape, logits.dtype)
     tree = search(
         key,
         root=root,
@@ -153,7 +164,7 @@ def _gumbel_muzero(search, key, root, config, invalid_actions, qtransform):
     return tree, action, action_weights
 
 
-def _muzero(search, key, root, config, invalid_actions, qtransform):
+def _muzero(search, key, root, config, numbers, invalid_actions, qtransform):
     """`mctx.muzero_policy`'s steps on `tree_search.search`: Dirichlet noise on the root
     prior, PUCT everywhere; the target is the root's visit distribution, the action
     sampled from it sharpened by `temperature`, among visited actions only (mctx gives
@@ -161,16 +172,16 @@ def _muzero(search, key, root, config, invalid_actions, qtransform):
     a real probability); where mctx's sample is visited, both are the same."""
     action_key, noise_key, search_key = jax.random.split(key, 3)
     batch_size, num_actions = root.prior_logits.shape
-    alpha = jnp.full([num_actions], config.dirichlet_alpha)
+    alpha = jnp.full([num_actions], numbers.dirichlet_alpha)
     noise = jax.random.dirichlet(noise_key, alpha=alpha, shape=(batch_size,))
-    fraction = config.dirichlet_fraction
+    fraction = numbers.dirichlet_fraction
     probs = (1 - fraction) * jax.nn.softmax(root.prior_logits) + fraction * noise
     noisy_logits = jnp.log(jnp.maximum(probs, jnp.finfo(probs.dtype).tiny))
     root = root.replace(prior_logits=_mask_invalid(noisy_logits, invalid_actions))
     interior = functools.partial(
         mctx.muzero_action_selection,
-        pb_c_base=config.pb_c_base,
-        pb_c_init=config.pb_c_init,
+        pb_c_base=numbers.pb_c_base,
+        pb_c_init=numbers.pb_c_init,
         qtransform=qtransform,
     )
     tree = search(
@@ -180,7 +191,7 @@ def _muzero(search, key, root, config, invalid_actions, qtransform):
         interior_action_selection_fn=interior,
     )
     action_weights = tree.summary().visit_probs
-    return tree, _sample_visited(action_key, action_weights, config.temperature), action_weights
+    return tree, _sample_visited(action_key, action_weights, numbers.temperature), action_weights
 
 
 def _mask_invalid(logits: chex.Array, invalid_actions: chex.Array | None) -> chex.Array:
@@ -200,16 +211,17 @@ def search(
     config: SearchConfig,
     invalid_actions: chex.Array | None = None,
     writes: tree_search.Writes = "auto",
+    swept: Mapping[str, Any] | None = None,
 ) -> SearchOutput:
     """Plans from a batch of observations `[B, ...]` with `model` and returns a `SearchOutput`.
 
     Jit with `model`, `config` and `writes` closed over or static (all hashable).
     `invalid_actions` `[B, A]` masks actions at the root (1 or True: invalid); `writes`
-    as `run_policy`'s.
+    and `swept` as `run_policy`'s.
     """
     root = make_root(model, params, observation)
     recurrent_fn = make_recurrent_fn(model)
-    return run_policy(params, key, root, recurrent_fn, config, invalid_actions, writes)
+    return run_policy(params, key, root, recurrent_fn, config, invalid_actions, writes, swept)
 
 
 def _sample_visited(key: chex.PRNGKey, visit_probs: chex.Array, temperature: float) -> chex.Array:

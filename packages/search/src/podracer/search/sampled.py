@@ -22,6 +22,7 @@ the caller maps the chosen sample to the env's action.
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any
 from typing import NamedTuple
 
@@ -87,12 +88,14 @@ def sampled_search(
     config: SearchConfig,
     num_samples: int,
     root_samples: chex.Array | None = None,
+    swept: Mapping[str, Any] | None = None,
 ) -> SampledSearchOutput:
     """Plans from a batch of observations `[B, ...]` over `num_samples` sampled actions
     per node. Jit with `model`, `config` and `num_samples` static (all hashable).
 
     `root_samples` `[B, K, ...]`, when given, replace the root's draws (e.g. to include
     the prior's mode in a deterministic evaluation search); the rest of the tree samples.
+    `swept`: a member's values of the search's numbers (`run_policy`'s).
     """
     root_key, search_key = jax.random.split(key)
     latent = model.representation(params, observation)
@@ -118,5 +121,5 @@ def sampled_search(
         )
         return output, _Node(next_latent, next_samples)
 
-    out = run_policy(params, search_key, root, recurrent_fn, config)
+    out = run_policy(params, search_key, root, recurrent_fn, config, swept=swept)
     return SampledSearchOutput(action=_take(samples, out.action), samples=samples, search=out)
