@@ -160,9 +160,10 @@ for part in $parts; do
       trace-preset gymnax:Breakout-MinAtar muzero 256 "$(mktemp -d)"
     tar -czf "${OUT:-benchmarks/results}/muzero_crash_hlo.tgz" -C "$dump" . ;;
   ale-grid)  # IMPALA on ale:Breakout at several actor layouts (threads x envs, lanes):
-    # which keeps the 13 host cores and the chip busiest.
-    for layout in "3 64 --async-envs" "4 64 --async-envs" "6 64 --async-envs" \
-      "3 128 --async-envs" "6 32"; do
+    # which keeps the 13 host cores and the chip busiest. ALE_LAYOUTS picks some
+    # ("threads envs [--async-envs]", separated by commas).
+    IFS=, read -ra layouts <<< "${ALE_LAYOUTS:-3 64 --async-envs,4 64 --async-envs,6 64 --async-envs,3 128 --async-envs,6 32}"
+    for layout in "${layouts[@]}"; do
       set -- $layout
       run 150 $py benchmarks/sebulba_throughput.py --case ale-breakout --actor-threads $1 \
         --envs-per-thread $2 ${3:-} --env-kwargs '{"num_threads": 2}' --total-env-steps 400000
