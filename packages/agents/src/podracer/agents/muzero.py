@@ -484,6 +484,15 @@ def _sampled_acting(
     return act, greedy_act
 
 
+def _acting(spec: EnvSpec, config: MuZeroConfig, hp: Hyperparams, net, model):
+    """`(act, greedy_act)` for the env's actions: MuZero's search over discrete actions,
+    Sampled MuZero's over pre-squash Gaussian draws u in a box (the env gets tanh(u))."""
+    greedy = _greedy(config.search, hp.search.values())
+    if spec.is_discrete:
+        return _discrete_acting(spec, config, hp, model, greedy)
+    return _sampled_acting(spec, config, hp, net, greedy)
+
+
 class _Greedy(NamedTuple):
     """The evaluation search: its config and a member's swept numbers it keeps."""
 
@@ -518,17 +527,13 @@ def make_muzero(
     obs_ndim = len(spec.observation_shape)
     if with_novelty:
         optimizer = frozen_statistics(optimizer, novelty.FROZEN_KEYS)
-    greedy = _greedy(config.search, hp.search.values())
-    if spec.is_discrete:
-        net_action_shape, action_dtype = (), "int32"
-        act, greedy_act = _discrete_acting(spec, config, hp, model, greedy)
-    else:  # Sampled MuZero over pre-squash Gaussian draws u; the env gets the box's tanh(u)
-        net_action_shape, action_dtype = (net.action_size,), "float32"
-        act, greedy_act = _sampled_acting(spec, config, hp, net, greedy)
+    act, greedy_act = _acting(spec, config, hp, net, model)
 
     def init(key):
         obs = jnp.zeros((1, *spec.observation_shape), spec.observation_dtype)
-        params = net.init(key, obs, jnp.zeros((1, *net_action_shape), jnp.dtype(action_dtype)))
+        # The dynamics' action: an index, or Sampled MuZero's pre-squash draw u in a box
+        action = jnp.zeros((1,), jnp.int32) if spec.is_discrete else jnp.zeros((1, net.action_size))
+        params = net.init(key, obs, action)
         if with_novelty:  # its own key: the model's initialisation is the same either way
             params = {**params, **novelty.init_novelty(jax.random.fold_in(key, 1), obs.shape[1:])}
         return params
@@ -548,12 +553,14 @@ def make_muzero(
         error = jnp.abs(values[:-1] - g[:-1]) * mask
         return jnp.sum(error, axis=0) / jnp.maximum(jnp.sum(mask, axis=0), 1.0)
 
+    model_loss = functools.partial(muzero_loss, net, model, config, hp, spec)
+
     def loss(params, trajectory: Trajectory, key: chex.PRNGKey):
         del key
         if not with_novelty:
-            return muzero_loss(net, model, config, hp, spec, params, trajectory)
+            return model_loss(params, trajectory)
         augmented, errors = rewarded(params, trajectory)
-        total, metrics = muzero_loss(net, model, config, hp, spec, params, augmented)
+        total, metrics = model_loss(params, augmented)
         predictor_loss, bonus_metrics = novelty.predictor_loss(trajectory, augmented, errors)
         return total + predictor_loss, {**metrics, **bonus_metrics}
 

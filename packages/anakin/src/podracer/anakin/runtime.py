@@ -167,7 +167,8 @@ def make_init(agent: Agent, env: JaxEnv, plan: Plan) -> Callable[[chex.PRNGKey],
         if plan.population:
             zero = jnp.float32(0.0)
             members = Population({k: jnp.float32(v) for k, v in hparams.items()}, zero, zero)
-        state = RunnerState(train, env_state, timestep, env_keys, replay_state, core, members)
+        state = RunnerState(train, env_state, timestep, env_keys, replay=replay_state, core=core,
+                            population=members)  # fmt: skip
         # Strongly typed, as the chunk returns it: an env whose reset leaves a weak-typed
         # leaf (gymnax Pendulum's `last_u`) would otherwise compile the chunk twice, once
         # for the initial state and once for every later one.
@@ -355,7 +356,8 @@ def _one_update(env: JaxEnv, rollout_length: int, mesh: Mesh):
         if isinstance(members, Population):  # PBT's score: the return since its last exploit step
             members = members._replace(return_sum=members.return_sum + sums[0],
                                        episode_count=members.episode_count + sums[2])  # fmt: skip
-        state = RunnerState(train, env_state, timestep, env_key, replay_state, core, members)
+        state = RunnerState(train, env_state, timestep, env_key, replay=replay_state, core=core,
+                            population=members)  # fmt: skip
         return state, ChunkMetrics(losses, *sums)
 
     return one_update

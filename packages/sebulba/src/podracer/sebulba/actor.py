@@ -145,8 +145,9 @@ class Actor:
             if self._steps is None:
                 self._steps = (out.trajectory.action.shape[0] - 1) * out.trajectory.action.shape[1]
             rollout = Rollout(
-                trajectory, self.index, n, version, self._steps,
-                out.episode_returns, out.episode_lengths, timer.take(),
+                trajectory, actor=self.index, index=n, version=version, env_steps=self._steps,
+                episode_returns=out.episode_returns, episode_lengths=out.episode_lengths,
+                timing=timer.take(),
             )  # fmt: skip
             self._enter("queue put (waiting for the learner)")
             self._supervisor.put(self.queue, rollout, self.stage)

@@ -198,6 +198,18 @@ class PythonLoop:
             self._shipped.append(([trajectory.timestep, trajectory.action], shipped))
         return shipped
 
+    def _row_zero(self, whole: list, timesteps: list, actions: list, extras: list) -> int:
+        """Row 0 of each lane's buffers: the previous rollout's last row (its step is
+        not taken again). The first row this rollout steps: 1, or 0 for the first rollout."""
+        if self._last is None:
+            return 0
+        for lane, (ts, action, ex) in enumerate(self._last):
+            timesteps[lane], actions[lane] = self._lane_buffers(whole, lane, ts, action)
+            _write_row(timesteps[lane], 0, ts)
+            actions[lane][0] = action
+            extras[lane].append(ex)
+        return 1
+
     def rollout(self, params: Any, step: int = 0) -> RolloutOutput:
         """One trajectory acting with `params`, whose update count is `step`."""
         timer, n = self._timer, len(self.lanes)
@@ -208,14 +220,7 @@ class PythonLoop:
         extras: list[list[Any]] = [[] for _ in range(n)]
         cores = list(self._last_core)  # the state each lane's row 0 was acted from
         whole: list = []  # the rollout's host buffers, all lanes: [timesteps, actions]
-        start = 0
-        if self._last is not None:  # row 0 is the last row of the previous rollout
-            start = 1
-            for lane, (ts, action, ex) in enumerate(self._last):
-                timesteps[lane], actions[lane] = self._lane_buffers(whole, lane, ts, action)
-                _write_row(timesteps[lane], 0, ts)
-                actions[lane][0] = action
-                extras[lane].append(ex)
+        start = self._row_zero(whole, timesteps, actions, extras)
         key = self._key
         for t in range(start, self._length + 1):
             for lane in range(n):
@@ -305,7 +310,8 @@ class XlaLoop:
         episodic_life = [bool(env.pool.config.get("episodic_life", False)) for env in self.lanes]
         agent, T, n = self._agent, self._length, len(self.lanes)
 
-        def lane_step(params, step, key, handle, tracker, core, lane):
+        def lane_step(params, step, key, carry: _XlaCarry, lane):
+            handle, tracker, core = carry.handles[lane], carry.trackers[lane], carry.cores[lane]
             handle, (obs, reward, terminated, truncated, info) = xlas[lane].recv(handle)
             tracker, ts = envpool_timestep_by_id(
                 tracker, obs, reward, terminated, truncated, info, episodic_life[lane]
@@ -318,12 +324,7 @@ class XlaLoop:
         def all_lanes(params, step, carry: _XlaCarry):
             """One step of every lane: the carry, the rows and the cores they acted from."""
             key, *keys = jax.random.split(carry.key, n + 1)
-            out = [
-                lane_step(
-                    params, step, keys[i], carry.handles[i], carry.trackers[i], carry.cores[i], i
-                )  # fmt: skip
-                for i in range(n)
-            ]
+            out = [lane_step(params, step, keys[i], carry, i) for i in range(n)]
             handles, trackers, cores, rows, acted_from = zip(*out, strict=True)
             carry = _XlaCarry(tuple(handles), tuple(trackers), key, tuple(cores))
             return carry, (tuple(rows), tuple(acted_from))
