@@ -178,7 +178,7 @@ def call_cap(program: Program, state: Any, run: Run) -> int:
     middle = time.perf_counter()
     block(program.chunk(probe, 1))
     seconds = time.perf_counter() - middle
-    run.compiled(max(0.0, middle - start - seconds))
+    run.clock.compiled(max(0.0, middle - start - seconds))
     if jax.process_count() > 1:
         from jax.experimental import multihost_utils
 
@@ -364,7 +364,7 @@ def train(
             values = lineage.values if lineage else {}  # in force during the call
             state, metrics = program.chunk(state, updates, ends)
             metrics = jax.device_get(block(metrics))
-            seconds = run.step_seconds()
+            seconds = run.clock.step_seconds()
             run.advance(updates * per_update)
             evaluate = program.evaluate is not None and run.due("eval")
             exploit = lineage is not None and lineage.due(done + updates)

@@ -21,9 +21,11 @@ import numpy as np
 
 
 class RunClock:
-    """Loop-step times of one session of a run."""
+    """Loop-step times of one session of a run; `budget`: its wall-clock budget in
+    seconds (0: none)."""
 
-    def __init__(self) -> None:
+    def __init__(self, budget: float = 0.0) -> None:
+        self.budget = budget
         self.started = time.perf_counter()
         self.elapsed_before = 0.0  # wall seconds of the sessions before a resume
         self.restored_env_steps = 0  # where this session started counting
@@ -35,12 +37,19 @@ class RunClock:
         self._compiled: tuple[float, float] | None = None
         self._row_mark: tuple[float, int] | None = None  # (time, env steps) of the last row
 
+    def restored(self, elapsed: float, env_steps: int) -> None:
+        """This session resumes a run that had run `elapsed` seconds to `env_steps`."""
+        self.elapsed_before, self.restored_env_steps = float(elapsed), int(env_steps)
+
     def step_started(self) -> None:
         self._step_start = time.perf_counter()
 
     def compiled(self, compile_seconds: float) -> None:
         """The runtime compiled its programs inside the current loop step, in
-        `compile_seconds`, and has just finished: SPS counts from now."""
+        `compile_seconds`, and has just finished: SPS counts this session's env steps from
+        now (work before, such as probing on a copy of the state, counts no steps), so a
+        run of one loop step gets a true SPS and compile time. Without it, the first loop
+        step is the compile."""
         self._compiled = (float(compile_seconds), time.perf_counter())
 
     def step_ended(self, env_steps: int) -> None:
@@ -63,6 +72,13 @@ class RunClock:
     def session(self) -> float:
         """Wall seconds of this session (this process's part of the run)."""
         return time.perf_counter() - self.started
+
+    @property
+    def budget_spent(self) -> bool:
+        """Whether this session's budget is spent. Each session of a run has its own: a
+        resume with the budget runs that long again, so a long run is several bounded
+        sessions (a machine's time limit) joined by resumes."""
+        return 0 < self.budget <= self.session
 
     def row(self, steps: int, before: int, after: int) -> tuple[float, float]:
         """`(charts/SPS, timing/elapsed)` of a row at `steps` of the loop step that went

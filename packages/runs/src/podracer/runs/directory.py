@@ -109,6 +109,24 @@ class RunDir:
         """Whether a run was started here (its config was written)."""
         return os.path.exists(self.config_file)
 
+    def record_start(
+        self, config: dict[str, Any], ran: dict[str, Any], resume: dict[str, Any] | None
+    ) -> None:
+        """A session's start: its config, and what ran (`ran`, `provenance()`'s): the
+        first start's in provenance.json, each resume's in its `resumes.jsonl` record
+        (`resume`: what it restored, skipped and changed)."""
+        self.write_config(config)
+        if resume is None:
+            self.write_provenance(ran)
+        else:
+            self.append_resume({"time": time.time(), **resume, "provenance": ran})
+
+    def resume_command(self, runtime: str) -> str:
+        """The command line that resumes this run."""
+        root = os.path.dirname(self.path)
+        where = "" if os.path.abspath(root) == os.path.abspath("runs") else f" --runs-root {root}"
+        return f"{runtime} --run-name {self.name}{where} --resume"
+
     def write_config(self, config: dict[str, Any]) -> None:
         """Writes config.json atomically (a reader never sees half a file)."""
         os.makedirs(self.path, exist_ok=True)

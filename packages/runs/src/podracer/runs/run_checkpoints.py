@@ -18,6 +18,8 @@ import sys
 from typing import Any
 from typing import NamedTuple
 
+import numpy as np
+
 from podracer.agents import ConfigError
 from podracer.runs.checkpoint import Checkpointer
 from podracer.runs.checkpoint import CheckpointError
@@ -135,7 +137,30 @@ class RunCheckpoints:
         train = warm_start(loaded, train, config.init_opt_state, config.num_members, owner)
         return train, f"{source.run.path}@{loaded.step}"
 
-    def save(self, step: int, train: Any, metadata: dict, runtime: Any, metrics: Any) -> bool:
+    def save(
+        self,
+        step: int,
+        train: Any,
+        runtime: Any,
+        *,
+        spec: Any,
+        counts: dict[str, Any],
+        history: list[dict[str, Any]],
+        evaluated: bool,
+    ) -> bool:
+        """Saves loop step `step`'s `train` and `runtime` state with what a resume and
+        `podracer eval` read back: the config, the env's spec and `counts` (`env_steps`,
+        `elapsed`, ...). `evaluated`: the step evaluated, and the members' mean
+        `EVAL_METRIC` in `history` at its env steps (process 0's: it evaluates; the others
+        save without one) ranks the checkpoint among the best kept."""
+        metrics = None
+        scores = [r[EVAL_METRIC] for r in history
+                  if r["env_steps"] == counts["env_steps"] and EVAL_METRIC in r]  # fmt: skip
+        if evaluated and scores:
+            metrics = {EVAL_METRIC: float(np.mean(scores))}
+        config = {"runtime": self.runtime, **self.config.to_json()}
+        metadata = {"runtime": self.runtime, "agent": self.config.agent, "config": config,
+                    "env_spec": spec.to_json(), "step": step, **counts}  # fmt: skip
         return self.checkpointer.save(step, train, metadata, runtime, metrics)
 
     def newest(self) -> str:

@@ -83,10 +83,42 @@ class RunRows:
         """A resumed run's rows of its earlier sessions, up to the restored checkpoint."""
         return self._writer.earlier
 
+    def started(self, path: str, how: str, rounding: str | None, status: str) -> None:
+        """The start's lines: the run (`how` it starts), the rounding of its length (on
+        the writing process, even with the progress line off) and what comes next."""
+        config, runtime = self.config, self.runtime
+        self.status(f"{runtime}: {config.agent} on {config.env}, run {path} ({how})")
+        if rounding and self.is_writer:
+            self.status(f"{runtime}: {rounding}", always=True)
+        self.status(f"{runtime}: {status}")
+
     def status(self, text: str, always: bool = False) -> None:
         """A line above the progress bar (`always`: even with the progress line off)."""
         if self._progress is not None:
             self._progress.status(text, always=always)
+
+    def log(
+        self,
+        env_steps: int,
+        row: dict[str, float] | list[dict[str, float]],
+        tags: list[Mapping[str, Any]] | None,
+        timing: tuple[float, float],
+        last: bool,
+        sps_after_compile: float,
+    ) -> None:
+        """`Run.log`'s row, or its list of one per member (`tags`: theirs), with
+        `charts/SPS` and `timing/elapsed` (`timing`, `RunClock.row`'s) where the runtime
+        did not set them."""
+        rows = row if isinstance(row, list) else [row]
+        tags = [{}] if tags is None else tags
+        if len(tags) != len(rows):
+            raise ValueError(f"Run.log: {len(rows)} rows for {len(tags)} members")
+        sps, elapsed = timing  # one value for every member's row of this step
+        for r in rows:
+            if math.isfinite(sps):  # not in a row of the step that compiled (`RunClock.row`)
+                r.setdefault("charts/SPS", sps)
+            r.setdefault("timing/elapsed", elapsed)
+        self.write(env_steps, rows, tags, last, sps_after_compile)
 
     def write(
         self,
