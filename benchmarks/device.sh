@@ -9,7 +9,8 @@
 #                                              #   ale-breakout, muzero-minatar,
 #                                              #   muzero-sweep, muzero-atari,
 #                                              #   ale-grid, muzero-envs, muzero-profile,
-#                                              #   muzero-crash, profile, search (TPU)
+#                                              #   muzero-crash, profile, search,
+#                                              #   ale-stall (TPU)
 #
 # Uses the Python that already imports podracer with an accelerator (PODRACER_PY, else
 # `python`: on an offline TPU VM, the one `scripts/wheels.sh`'s install.sh set up), else
@@ -168,6 +169,13 @@ for part in $parts; do
       run 150 $py benchmarks/sebulba_throughput.py --case ale-breakout --actor-threads $1 \
         --envs-per-thread $2 ${3:-} --env-kwargs '{"num_threads": 2}' --total-env-steps 400000
     done ;;
+  ale-stall)  # Six actor threads x 64 envs made one update in 52 s (tpu_20261206e.md):
+    # the same layout from the command line for 100 s, then every thread's Python stack
+    # (faulthandler on SIGABRT) if it is still running 40 s later.
+    run 200 env PYTHONFAULTHANDLER=1 timeout -s ABRT 150 bash -c "$sebulba --env ale:Breakout \
+      --agent impala --envs-per-thread 64 --actor-threads-per-device 6 --async-envs \
+      --env-kwargs '{\"num_threads\": 2}' --total-env-steps 2000000 --max-wall-seconds 100 \
+      --run-name device-ale-stall --no-progress" ;;
   purejaxrl)  # PPO against PureJaxRL's own ppo.py, interleaved in one process.
     run 300 $py benchmarks/vs_purejaxrl.py --purejaxrl "${PUREJAXRL:?set PUREJAXRL}" \
       --cartpole-envs 4 2048 --minatar ;;
@@ -181,7 +189,7 @@ for part in $parts; do
     # threads (a_env) against training (d_train); frames = 4 x agent steps.
     run 200 $py benchmarks/sebulba_throughput.py --case ale-breakout --envs-per-thread 64 \
       --actor-threads 3 --async-envs --env-kwargs '{"num_threads": 2}' --total-env-steps 500000 ;;
-  *) echo "unknown part '$part' (allowed: anakin, throughput, muzero, sebulba, atari, pong, catch, purejaxrl, gym, ale, ale-pong, ale-breakout, ale-grid, muzero-minatar, muzero-sweep, muzero-atari, muzero-envs, muzero-profile, muzero-crash, profile, search)" >&2; exit 2 ;;
+  *) echo "unknown part '$part' (allowed: anakin, throughput, muzero, sebulba, atari, pong, catch, purejaxrl, gym, ale, ale-pong, ale-breakout, ale-grid, muzero-minatar, muzero-sweep, muzero-atari, muzero-envs, muzero-profile, muzero-crash, profile, search, ale-stall)" >&2; exit 2 ;;
   esac
 done
 echo "log: $log"
