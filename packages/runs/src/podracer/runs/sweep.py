@@ -29,7 +29,7 @@ from typing import Any
 
 from podracer.agents import ConfigError
 from podracer.agents import flag_group
-from podracer.agents.hyper import sweepable
+from podracer.agents import sweepable
 
 OWNER = "AnakinConfig.sweep"
 PREFIX = "sweep/"  # a row's swept values: sweep/ppo.learning_rate
