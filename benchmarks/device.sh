@@ -166,12 +166,14 @@ for part in $parts; do
     IFS=, read -ra layouts <<< "${ALE_LAYOUTS:-3 64 --async-envs,4 64 --async-envs,6 64 --async-envs,3 128 --async-envs,6 32}"
     for layout in "${layouts[@]}"; do
       set -- $layout
-      run 150 $py benchmarks/sebulba_throughput.py --case ale-breakout --actor-threads $1 \
+      # 300 s: six threads x 64 envs first update ~94 s in (ale-py builds emulators serially)
+      run 300 $py benchmarks/sebulba_throughput.py --case ale-breakout --actor-threads $1 \
         --envs-per-thread $2 ${3:-} --env-kwargs '{"num_threads": 2}' --total-env-steps 400000
     done ;;
-  ale-stall)  # Six actor threads x 64 envs made one update in 52 s (tpu_20261206e.md):
-    # the same layout from the command line for 100 s, then every thread's Python stack
-    # (faulthandler on SIGABRT) if it is still running 40 s later.
+  ale-stall)  # Six actor threads x 64 envs from the command line for 100 s, and every
+    # thread's Python stack (faulthandler on SIGABRT) if still running 40 s later. Once
+    # thought a stall (tpu_20261206e.md); a slow start (tpu_20261206f.md): ale-py builds
+    # its 384 emulators one after another, then it trains at 20.1k agent steps/s.
     run 200 env PYTHONFAULTHANDLER=1 timeout -s ABRT 150 bash -c "$sebulba --env ale:Breakout \
       --agent impala --envs-per-thread 64 --actor-threads-per-device 6 --async-envs \
       --env-kwargs '{\"num_threads\": 2}' --total-env-steps 2000000 --max-wall-seconds 100 \
