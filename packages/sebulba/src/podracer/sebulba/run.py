@@ -163,8 +163,11 @@ def train(
         plan = Plan.of(config, run.process_index, run.num_processes)
         seeds = plan.num_seeds
         env_fn = env_fn or _default_env_fn(config.env, config.env_kwargs)
-        # Per seed: per thread: per lane.
+        # Per seed: per thread: per lane. Timed for the start's status line: some libraries
+        # build their emulators one at a time (ale-py: ~0.1 s each, holding the GIL).
+        built = time.perf_counter()
         lanes = [make_envs(env_fn, plan, plan.seed + k) for k in range(seeds)]
+        built = time.perf_counter() - built
         envs = [env for seed in lanes for group in seed for env in group]
         stuck = cleanup.enter_context(_closing(envs))
         spec = lanes[0][0][0].spec
@@ -191,7 +194,8 @@ def train(
                 seed=plan.seed + k, member=member,
             )  # fmt: skip
         learner = Learner(agent, mesh, actors, supervisor, seeds)
-        run.begin(spec, "compiling the actors' rollout and the learner's update ...")
+        run.begin(spec, f"{len(envs) * plan.lane_envs:,} envs built in {built:.1f}s; "
+                  "compiling the actors' rollout and the learner's update ...")  # fmt: skip
         try:
             for actor in actors:
                 actor.start()
