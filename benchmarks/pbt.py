@@ -1,6 +1,6 @@
 """Population-based training against the same initial configs trained without it.
 
-PPO on Breakout-MinAtar with its preset (`podracer.runs.presets`), 8 members: 4 learning
+PPO on Breakout-MinAtar with its preset (`podracer.agents.presets`), 8 members: 4 learning
 rates x 2 entropy costs, seed 0, `--steps` env steps per member, as one program each:
 
 * sweep: the 8 configs as they start (`--sweep`), each trained alone;

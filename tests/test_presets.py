@@ -12,9 +12,9 @@ import math
 
 import pytest
 
+from podracer.agents import PRESETS
+from podracer.agents import find_preset
 from podracer.envs.families import env_family
-from podracer.runs import PRESETS
-from podracer.runs import find_preset
 
 pytest.importorskip("gymnax")
 pytest.importorskip("envpool")

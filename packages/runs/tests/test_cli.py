@@ -11,16 +11,16 @@ from typing import ClassVar
 import pytest
 
 from podracer.agents import AGENTS
+from podracer.agents import PRESETS
 from podracer.agents import PPOConfig
+from podracer.agents import Preset
 from podracer.agents import QLambdaConfig
 from podracer.agents import register_agent
+from podracer.agents import register_preset
 from podracer.agents.validation import ConfigError
-from podracer.runs import PRESETS
-from podracer.runs import Preset
 from podracer.runs import RunConfig
 from podracer.runs import parse_cli
 from podracer.runs import register_layout
-from podracer.runs import register_preset
 from podracer.runs import run_cli
 
 

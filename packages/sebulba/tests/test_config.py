@@ -4,9 +4,9 @@ import dataclasses
 
 import pytest
 
+from podracer.agents import PRESETS
 from podracer.agents import PPOConfig
 from podracer.runs import parse_cli
-from podracer.runs.presets import PRESETS
 from podracer.sebulba import SebulbaConfig
 from podracer.sebulba import train
 

@@ -32,6 +32,11 @@ from .networks import QNetwork as QNetwork
 from .networks import Torso as Torso
 from .networks import preprocess as preprocess
 from .ppo import make_ppo as make_ppo
+from .presets import PRESETS as PRESETS
+from .presets import Preset as Preset
+from .presets import find_preset as find_preset
+from .presets import preset_names as preset_names
+from .presets import register_preset as register_preset
 from .qlambda import make_qlambda as make_qlambda
 from .registry import AGENTS as AGENTS
 from .registry import AgentEntry as AgentEntry

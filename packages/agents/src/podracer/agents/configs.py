@@ -3,7 +3,7 @@
 They live apart from the agents' code so that they import without JAX: both command
 lines build their flags from them (and `--help` must not wait for JAX), and the run
 harness compares them on resume. One config per agent, the same on both runtimes; the
-values that learn a given task family are presets (`podracer.runs.presets`).
+values that learn a given task family are presets (`podracer.agents.presets`).
 """
 
 from __future__ import annotations

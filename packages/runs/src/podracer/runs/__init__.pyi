@@ -18,14 +18,10 @@ from .distributed import DistributedConfig as DistributedConfig
 from .distributed import initialize_distributed as initialize_distributed
 from .distributed import is_main_process as is_main_process
 from .distributed import shutdown_distributed as shutdown_distributed
+from .layouts import apply_preset as apply_preset
+from .layouts import register_layout as register_layout
 from .policy import Policy as Policy
 from .policy import load as load
-from .presets import PRESETS as PRESETS
-from .presets import Preset as Preset
-from .presets import apply_preset as apply_preset
-from .presets import find_preset as find_preset
-from .presets import register_layout as register_layout
-from .presets import register_preset as register_preset
 from .progress import Progress as Progress
 from .provenance import package_versions as package_versions
 from .result import RunResult as RunResult

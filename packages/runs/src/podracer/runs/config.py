@@ -135,7 +135,7 @@ class RunConfig:
     cluster: Annotated[DistributedConfig, tyro.conf.arg(name="")] = DistributedConfig()
 
     RUNTIME: ClassVar[str] = "run"  # the runtime's name (its command): "anakin", "sebulba"
-    # (agent, preset name) -> this runtime's sizes for that preset (podracer.runs.presets).
+    # (agent, preset name) -> this runtime's sizes for that preset (podracer.runs.layouts).
     LAYOUTS: ClassVar[dict[tuple[str, str], dict[str, Any]]] = {}
     # Fields a resume may change; the rest define what is learned and must match.
     MAY_CHANGE_ON_RESUME: ClassVar[frozenset[str]] = frozenset({
@@ -235,8 +235,8 @@ class RunConfig:
         env's task or family, or `preset`; the agent's defaults where there is none), with
         `overrides` (fields of this config) on top. Returns `(config, source)`, `source`
         a line saying which preset applied."""
-        from podracer.runs.presets import apply_preset
-        from podracer.runs.presets import find_preset
+        from podracer.agents import find_preset
+        from podracer.runs.layouts import apply_preset
 
         plain = cls()
         env, agent = env or plain.env, agent or plain.agent

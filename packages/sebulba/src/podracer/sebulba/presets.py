@@ -2,7 +2,7 @@
 Sebulba, named as `SebulbaConfig` names them.
 
 The agent configs and their sources are shared by both runtimes
-(`podracer.runs.presets`); a preset without a layout here runs with the config's
+(`podracer.agents.presets`); a preset without a layout here runs with the config's
 defaults. Add your own with `podracer.runs.register_layout(SebulbaConfig, agent, name, ...)`.
 """
 

@@ -8,9 +8,11 @@ family (`podracer.envs.env_family`: catch, classic, control, minatar, atari, muj
 brax) or, where one task of a family wants its own, for that task (the env's name
 without its backend: `Acrobot-v1`). The sizes that go with it (batch, rollout length,
 budget) are each runtime's own, named as its config names them: its `LAYOUTS`
-(`podracer/anakin/presets.py`, `podracer/sebulba/presets.py`; `register_layout` for
-yours). Command lines pick the env's task preset, else its family's, unless `--preset`
-names another; they print which one they use and apply explicit flags on top.
+(`podracer/anakin/presets.py`, `podracer/sebulba/presets.py`;
+`podracer.runs.register_layout` for yours). Presets live here, beside the configs they
+build, and import without JAX as those do. Command lines pick the env's task preset,
+else its family's, unless `--preset` names another; they print which one they use and
+apply explicit flags on top.
 """
 
 from __future__ import annotations
@@ -19,12 +21,12 @@ import dataclasses
 from typing import Any
 from typing import NamedTuple
 
-from podracer.agents import ConfigError
-from podracer.agents import ImpalaConfig
-from podracer.agents import MuZeroConfig
-from podracer.agents import PPOConfig
-from podracer.agents import PQNConfig
-from podracer.agents import QLambdaConfig
+from podracer.agents.configs import ImpalaConfig
+from podracer.agents.configs import MuZeroConfig
+from podracer.agents.configs import PPOConfig
+from podracer.agents.configs import PQNConfig
+from podracer.agents.configs import QLambdaConfig
+from podracer.agents.validation import ConfigError
 
 
 class Preset(NamedTuple):
@@ -59,26 +61,6 @@ def find_preset(agent: str, env: str, name: str | None = None) -> tuple[str, Pre
         if (agent, name) in PRESETS:
             return name, PRESETS[(agent, name)]
     return None
-
-
-def register_layout(config_cls: type, agent: str, name: str, **fields: Any) -> None:
-    """Sets the sizes a runtime uses with the preset `name` of `agent`: fields of the
-    runtime's config class `config_cls` (e.g. `AnakinConfig`, num_envs=64), checked here."""
-    allowed = {f.name for f in dataclasses.fields(config_cls)} - {"env", "agent", "agent_config"}
-    unknown = sorted(set(fields) - allowed)
-    if unknown:
-        raise ConfigError(f"register_layout: {config_cls.__name__} has no fields {unknown}; "
-                          f"a layout sets any of {sorted(allowed)}")  # fmt: skip
-    if "LAYOUTS" not in vars(config_cls):  # the class's own table, not a parent's
-        config_cls.LAYOUTS = {}
-    config_cls.LAYOUTS[(agent, name)] = fields
-
-
-def apply_preset(config: Any, preset: Preset, name: str) -> Any:
-    """`config` (a runtime config) with the preset's agent config and the runtime's
-    layout of preset `name` (its class's `LAYOUTS`), if it has one."""
-    layout = getattr(type(config), "LAYOUTS", {}).get((config.agent, name), {})
-    return dataclasses.replace(config, agent_config=preset.agent_config, **layout)
 
 
 # Actor-critic agents on classic control (CartPole, Acrobot, MountainCar): PureJaxRL's
