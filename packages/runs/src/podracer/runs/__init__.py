@@ -2,9 +2,9 @@
 
 Everything around a runtime's loop lives here once: the common run config, the run
 directory, metric writers, checkpoints, resume and its checks, progress, stop signals,
-presets, multi-host set-up and the local launcher, the result type and the command-line
-helper; and `load`, a saved agent as a `Policy` that acts. A runtime's `train` keeps only
-its loop (see `Run`).
+the layouts of presets (each runtime's sizes for the agents' presets), multi-host set-up
+and the local launcher, the result type and the command-line helper; and `load`, a saved
+agent as a `Policy` that acts. A runtime's `train` keeps only its loop (see `Run`).
 
 Names are imported on first use (SPEC 1 lazy loading), so command lines start fast.
 """
