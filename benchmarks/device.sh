@@ -175,8 +175,8 @@ for part in $parts; do
     done ;;
   ale-stall)  # Six actor threads x 64 envs from the command line for 100 s, and every
     # thread's Python stack (faulthandler on SIGABRT) if still running 40 s later. Once
-    # thought a stall (tpu_20261206e.md); a slow start (tpu_20261206f.md): ale-py builds
-    # its 384 emulators one after another, then it trains at 20.1k agent steps/s.
+    # thought a stall (tpu_20261206e.md); a slow start (tpu_20261206f.md), ~94 s to the
+    # first update (ale-py builds emulators one at a time), then 20.1k agent steps/s.
     run 200 env PYTHONFAULTHANDLER=1 timeout -s ABRT 150 bash -c "$sebulba --env ale:Breakout \
       --agent impala --envs-per-thread 64 --actor-threads-per-device 6 --async-envs \
       --env-kwargs '{\"num_threads\": 2}' --total-env-steps 2000000 --max-wall-seconds 100 \

@@ -163,8 +163,8 @@ def train(
         plan = Plan.of(config, run.process_index, run.num_processes)
         seeds = plan.num_seeds
         env_fn = env_fn or _default_env_fn(config.env, config.env_kwargs)
-        # Per seed: per thread: per lane. Timed for the start's status line: some libraries
-        # build their emulators one at a time (ale-py: ~0.1 s each, holding the GIL).
+        # Per seed: per thread: per lane. Timed, as some libraries build their emulators
+        # one at a time (ale-py: ~0.1 s each, holding the GIL): a slow start is named.
         built = time.perf_counter()
         lanes = [make_envs(env_fn, plan, plan.seed + k) for k in range(seeds)]
         built = time.perf_counter() - built
@@ -194,8 +194,11 @@ def train(
                 seed=plan.seed + k, member=member,
             )  # fmt: skip
         learner = Learner(agent, mesh, actors, supervisor, seeds)
-        run.begin(spec, f"{len(envs) * plan.lane_envs:,} envs built in {built:.1f}s; "
-                  "compiling the actors' rollout and the learner's update ...")  # fmt: skip
+        if run.is_writer:  # every check passed (bad input stays one line); stderr, as the
+            # stages line, with the progress line off too
+            print(f"sebulba: {len(envs) * plan.lane_envs:,} envs built in {built:.1f}s",
+                  file=sys.stderr, flush=True)  # fmt: skip
+        run.begin(spec, "compiling the actors' rollout and the learner's update ...")
         try:
             for actor in actors:
                 actor.start()
