@@ -13,5 +13,14 @@ import lazy_loader
 
 # The public names and their modules are listed once, in __init__.pyi (which type checkers
 # and IDEs read); each name's module is imported on first use (scientific-python's SPEC 1).
-__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)
+_lazy_getattr, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)
 __version__ = "0.2.0"
+
+# Presets moved beside the agent configs they build; their old names here say where.
+_MOVED = ("PRESETS", "Preset", "find_preset", "register_preset")
+
+
+def __getattr__(name: str):
+    if name in _MOVED:
+        raise AttributeError(f"podracer.runs.{name} moved: use podracer.agents.{name}")
+    return _lazy_getattr(name)
