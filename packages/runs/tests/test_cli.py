@@ -54,6 +54,13 @@ def test_a_layout_names_fields_of_its_runtime_s_config():
         register_layout(ToyRunConfig, "ppo", "classic", envs_per_thread=16)
 
 
+def test_the_presets_old_names_in_podracer_runs_say_where_they_moved():
+    import podracer.runs
+
+    with pytest.raises(AttributeError, match=r"use podracer\.agents\.register_preset"):
+        podracer.runs.register_preset  # noqa: B018
+
+
 def parse(*argv):
     return parse_cli(ToyRunConfig, list(argv))
 
