@@ -113,17 +113,17 @@ for part in $parts; do
       --preset minatar --num-seeds 3 --muzero.replay.updates-per-rollout 8 \
       --total-env-steps 10000000 ;;
   muzero-sweep)  # What may lift MuZero's Breakout-MinAtar plateau (24.9 at 1e7 with 8 replay
-    # updates): its prior collapses to 0.03-0.06 nats (muzero_tuning.md), as Gumbel
-    # MuZero's policy target is near one-hot when the rescaled Q gaps times
-    # (maxvisit_init + visits) x value_scale are a few units. So: an entropy bonus on the
-    # prior (0, 0.01), a softer target (value_scale 0.1, 0.025) and a floor on the Q
-    # rescaling (mctx's 1e-8, 2 value units), 8 points x 3 seeds as one program to 1e7
-    # steps each, PONG_SECONDS a call, then --resume. Table: `podracer sweep-best
+    # updates): its prior collapses to 0.03-0.2 nats within 1e6 steps, and then acting's
+    # Gumbel noise no longer explores (muzero_tuning.md: an entropy bonus of 0.01 and a
+    # softer search target, value_scale 0.025, did not hold it up on this CPU). So: a
+    # stronger bonus (0, 0.05), the preset's learning rate and a third of it (3e-3, 1e-3)
+    # and twice the acting noise (gumbel_scale 1, 2), 8 points x 3 seeds as one program
+    # to 1e7 steps each, PONG_SECONDS a call, then --resume. Table: `podracer sweep-best
     # runs/tpu-muzero-sweep` (and `podracer plot ... --seeds`).
     resumable "$anakin" tpu-muzero-sweep --env gymnax:Breakout-MinAtar --agent muzero \
       --preset minatar --num-seeds 3 --muzero.replay.updates-per-rollout 8 \
-      --sweep muzero.entropy_cost=0,0.01 --sweep muzero.search.value_scale=0.1,0.025 \
-      --sweep muzero.search.rescale_floor=1e-8,2 --total-env-steps 10000000 ;;
+      --sweep muzero.entropy_cost=0,0.05 --sweep muzero.learning_rate=3e-3,1e-3 \
+      --sweep muzero.search.gumbel_scale=1,2 --total-env-steps 10000000 ;;
   muzero-atari)  # Issue 53's MuZero on Sebulba with Atari: ale:Breakout, the Nature CNN as
     # representation, 50 simulations a step, actors on the chip (3 threads x 64 envs, two
     # lanes); frames/s (4 per agent step) and the pipeline's stage times.
