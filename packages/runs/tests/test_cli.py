@@ -18,6 +18,7 @@ from podracer.agents import QLambdaConfig
 from podracer.agents import register_agent
 from podracer.agents import register_preset
 from podracer.agents.validation import ConfigError
+from podracer.runs import Run
 from podracer.runs import RunConfig
 from podracer.runs import parse_cli
 from podracer.runs import register_layout
@@ -302,3 +303,21 @@ def test_a_renamed_agent_flag_names_its_present_name(agent, flag, now):
         parse("--agent", agent, flag, "0.5")
     config, _ = parse("--agent", agent, now, "0.5")
     assert 0.5 in dataclasses.astuple(config.agent_config)
+
+
+def test_a_program_too_big_for_the_device_is_one_line_naming_the_run_s_sizes(tmp_path, capsys):
+    # XLA's own RESOURCE_EXHAUSTED from a real allocation (4 TiB), as a TPU raises it at a
+    # program's first call when its temporaries exceed the chip's memory.
+    import jax
+    import jax.numpy as jnp
+
+    def too_big(config):
+        with Run.open(config, "toy"):
+            return jax.jit(lambda: jnp.ones((2**40,), jnp.float32))()
+
+    args = ["--runs-root", str(tmp_path), "--run-name", "x", "--no-progress", "--num-envs", "8"]
+    assert run_cli(ToyRunConfig, too_big, args) == 1
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("toy: error: out of device memory (Out of memory allocating ")
+    assert "num_envs 8" in err and "fewer members or envs" in err

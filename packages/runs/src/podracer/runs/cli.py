@@ -305,6 +305,25 @@ def _check_agent_flags(argv: list[str], agent: str, config_cls: type) -> None:
         raise ConfigError(f"{flag} is not a flag of {config_cls.__name__}: {hint}")
 
 
+def out_of_memory(error: BaseException, config: Any) -> str | None:
+    """One line for a run whose programs do not fit the device's memory (XLA's
+    RESOURCE_EXHAUSTED, raised at the first call of a program, on a TPU after minutes of
+    compiling): what XLA asked for, and the sizes of this run that set it. None for any
+    other error, which keeps its traceback."""
+    seen = error
+    while seen is not None and not str(seen).startswith("RESOURCE_EXHAUSTED"):
+        seen = seen.__cause__ or seen.__context__
+    if seen is None:
+        return None
+    asked = str(seen).splitlines()[0].removeprefix("RESOURCE_EXHAUSTED:").strip().rstrip(".")
+    sizes = [f"{config.num_members} members (num_seeds x sweep points)"] * (config.num_members > 1)
+    sizes += [f"{name} {getattr(config, name)}" for name in ("num_envs", "envs_per_thread")
+              if hasattr(config, name)]  # fmt: skip
+    holds = f"; this run holds {', '.join(sizes)}" if sizes else ""
+    return (f"out of device memory ({asked}){holds}: fewer members or envs, or a smaller "
+            "agent batch, need less")  # fmt: skip
+
+
 def run_cli(config_cls: type, train: Callable[[Any], Any], argv: list[str] | None = None) -> int:
     """The command `config_cls.RUNTIME`: parses `argv`, trains, prints a summary (process
     0); returns the exit status."""
@@ -345,6 +364,11 @@ def _run_cli(config_cls: type, train: Callable[[Any], Any], argv: list[str] | No
         return 2
     except signals.Interrupted as e:  # its line was printed as the signal came
         return 128 + e.signum
+    except RuntimeError as e:
+        if (line := out_of_memory(e, config)) is None:
+            raise
+        print(f"{runtime}: error: {line}", file=sys.stderr)
+        return 1
     finally:
         shutdown_distributed()  # after the final checkpoint, which train() wrote
     if main_process:
