@@ -118,12 +118,13 @@ for part in $parts; do
     # softer search target, value_scale 0.025, did not hold it up on this CPU). So: a
     # stronger bonus (0, 0.05), the preset's learning rate and a third of it (3e-3, 1e-3)
     # and twice the acting noise (gumbel_scale 1, 2), 8 points x 3 seeds as one program
-    # to 1e7 steps each, PONG_SECONDS a call, then --resume. Table: `podracer sweep-best
+    # to 1e7 steps each, PONG_SECONDS a call, then --resume. One seed a point: 24 members
+    # (3 seeds) need 36.9 GB of the chip's 16. Table: `podracer sweep-best
     # runs/tpu-muzero-sweep` (and `podracer plot ... --seeds`).
     resumable "$anakin" tpu-muzero-sweep --env gymnax:Breakout-MinAtar --agent muzero \
       --preset minatar --num-seeds 3 --muzero.replay.updates-per-rollout 8 \
-      --sweep muzero.entropy_cost=0,0.05 --sweep muzero.learning_rate=3e-3,1e-3 \
-      --sweep muzero.search.gumbel_scale=1,2 --total-env-steps 10000000 ;;
+      --muzero.learning-rate 1e-3 --muzero.search.gumbel-scale 2 \
+      --sweep muzero.entropy_cost=0,0.05 --total-env-steps 10000000 ;;
   muzero-atari)  # Issue 53's MuZero on Sebulba with Atari: ale:Breakout, the Nature CNN as
     # representation, 50 simulations a step, actors on the chip (3 threads x 64 envs, two
     # lanes); frames/s (4 per agent step) and the pipeline's stage times.
@@ -142,6 +143,14 @@ for part in $parts; do
     done
     run 120 $py benchmarks/compile_stages.py anakin --resume --run-name device-muzero-64 \
       --max-wall-seconds 20 --no-progress ;;
+  muzero-compile)  # Issue 53's compile targets: MuZero's Breakout-MinAtar preset, 3 seeds,
+    # started with an empty compilation cache (first start), then resumed (a repeat).
+    export JAX_COMPILATION_CACHE_DIR=$(mktemp -d)
+    run 200 $py benchmarks/compile_stages.py anakin --env gymnax:Breakout-MinAtar \
+      --agent muzero --preset minatar --num-seeds 3 --total-env-steps 10000000 \
+      --max-wall-seconds 75 --run-name device-muzero-compile --no-progress
+    run 120 $py benchmarks/compile_stages.py anakin --resume --run-name device-muzero-compile \
+      --max-wall-seconds 25 --no-progress ;;
   profile)  # Where the chip's time goes: the ops by self time of Catch's chunk at 32k envs
     # and of PPO's Breakout-MinAtar preset chunk at 64 envs (traces and HLO in a temp dir).
     tmp=$(mktemp -d)
@@ -191,10 +200,11 @@ for part in $parts; do
         --total-env-steps 6000000
     done ;;
   ale)  # IMPALA (Nature CNN) on ale-py Breakout: the env-only rate of the same envs and
-    # threads (a_env) against training (d_train); frames = 4 x agent steps.
-    run 200 $py benchmarks/sebulba_throughput.py --case ale-breakout --envs-per-thread 64 \
-      --actor-threads 3 --async-envs --env-kwargs '{"num_threads": 2}' --total-env-steps 500000 ;;
-  *) echo "unknown part '$part' (allowed: anakin, throughput, muzero, sebulba, atari, pong, catch, purejaxrl, gym, ale, ale-pong, ale-breakout, ale-grid, muzero-minatar, muzero-sweep, muzero-atari, muzero-envs, muzero-profile, muzero-crash, profile, search, ale-stall)" >&2; exit 2 ;;
+    # threads (a_env) against training (d_train); frames = 4 x agent steps. Six threads x
+    # 64 envs in two lanes, the grid's best; 300 s, as their 384 emulators build one at a time.
+    run 300 $py benchmarks/sebulba_throughput.py --case ale-breakout --envs-per-thread 64 \
+      --actor-threads 6 --async-envs --env-kwargs '{"num_threads": 2}' --total-env-steps 400000 ;;
+  *) echo "unknown part '$part' (allowed: anakin, throughput, muzero, sebulba, atari, pong, catch, purejaxrl, gym, ale, ale-pong, ale-breakout, ale-grid, muzero-minatar, muzero-sweep, muzero-atari, muzero-envs, muzero-compile, muzero-profile, muzero-crash, profile, search, ale-stall)" >&2; exit 2 ;;
   esac
 done
 echo "log: $log"
