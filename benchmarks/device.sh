@@ -125,6 +125,12 @@ for part in $parts; do
       --preset minatar --num-seeds 3 --muzero.replay.updates-per-rollout 8 \
       --muzero.learning-rate 1e-3 --muzero.search.gumbel-scale 2 \
       --sweep muzero.entropy_cost=0,0.05 --total-env-steps 10000000 ;;
+  muzero-acting)  # Whether acting's noise holds MuZero's Breakout-MinAtar training return
+    # down (greedy returns ran ~1.7x the training ones on the CPU): the Gumbel noise of
+    # acting at a quarter and at none (the preset: 1), 3 seeds x 2 points, 8 replay updates.
+    resumable "$anakin" tpu-muzero-acting --env gymnax:Breakout-MinAtar --agent muzero \
+      --preset minatar --num-seeds 3 --muzero.replay.updates-per-rollout 8 \
+      --sweep muzero.search.gumbel_scale=0.25,0 --total-env-steps 10000000 ;;
   muzero-atari)  # Issue 53's MuZero on Sebulba with Atari: ale:Breakout, the Nature CNN as
     # representation, 50 simulations a step, actors on the chip (3 threads x 64 envs, two
     # lanes); frames/s (4 per agent step) and the pipeline's stage times.
@@ -204,7 +210,7 @@ for part in $parts; do
     # 64 envs in two lanes, the grid's best; 300 s, as their 384 emulators build one at a time.
     run 300 $py benchmarks/sebulba_throughput.py --case ale-breakout --envs-per-thread 64 \
       --actor-threads 6 --async-envs --env-kwargs '{"num_threads": 2}' --total-env-steps 400000 ;;
-  *) echo "unknown part '$part' (allowed: anakin, throughput, muzero, sebulba, atari, pong, catch, purejaxrl, gym, ale, ale-pong, ale-breakout, ale-grid, muzero-minatar, muzero-sweep, muzero-atari, muzero-envs, muzero-compile, muzero-profile, muzero-crash, profile, search, ale-stall)" >&2; exit 2 ;;
+  *) echo "unknown part '$part' (allowed: anakin, throughput, muzero, sebulba, atari, pong, catch, purejaxrl, gym, ale, ale-pong, ale-breakout, ale-grid, muzero-minatar, muzero-sweep, muzero-acting, muzero-atari, muzero-envs, muzero-compile, muzero-profile, muzero-crash, profile, search, ale-stall)" >&2; exit 2 ;;
   esac
 done
 echo "log: $log"
