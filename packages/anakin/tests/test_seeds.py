@@ -100,6 +100,52 @@ def test_a_multi_seed_run_a_sweep_or_pbt_resumes_exactly(tmp_path, members):
             train(dataclasses.replace(config, run_name="b", resume=True, sweep=()))
 
 
+@pytest.mark.parametrize("members", [{"num_seeds": 4}, pytest.param(PBT, marks=pytest.mark.slow)])
+def test_members_in_turns_learn_as_side_by_side(tmp_path, members):
+    # Four members two at a time (a scan over vmapped pairs): the same rows and state as
+    # all four side by side, PBT's exploit steps included. Not bit for bit: XLA may order
+    # a batched matmul's sums differently for 2 members than for 4.
+    side = train(tiny(tmp_path, **members, run_name="side"))
+    turns = train(tiny(tmp_path, **members, members_at_once=2, run_name="turns"))
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6),
+                 jax.device_get(side.state), jax.device_get(turns.state))  # fmt: skip
+    for a, b in zip(learning(side.history), learning(turns.history), strict=True):
+        assert a.keys() == b.keys()
+        for name in a:
+            assert a[name] == pytest.approx(b[name], rel=1e-4, abs=1e-6), name
+
+
+def test_members_in_turns_need_a_fraction_of_the_temporaries():
+    # What the setting is for: XLA's own count of the chunk's temporaries (activations,
+    # gradients) for 4 members side by side, two at a time and one at a time.
+    from podracer.anakin.run import build
+    from podracer.anakin.run import make_env
+    from podracer.anakin.run import member_keys
+
+    temporaries = []
+    for at_once in (0, 2, 1):
+        config = AnakinConfig(num_seeds=4, members_at_once=at_once, num_envs=128, progress=False)
+        _, program = build(config, make_env(config))
+        state = program.init(member_keys(config))
+        temporaries.append(
+            program.chunk.lower(state).compile().memory_analysis().temp_size_in_bytes
+        )
+    side, pairs, single = temporaries
+    assert pairs < 0.6 * side and single < 0.6 * pairs, temporaries
+
+
+@pytest.mark.parametrize(("members_at_once", "message"), [
+    (3, "members_at_once must be 0 (all) or a divisor of the run's 4 members (num_seeds x "
+        "sweep points): 1, 2, 4"),
+    (8, "a divisor of the run's 4 members"),
+    (-1, "members_at_once must be"),
+])  # fmt: skip
+def test_members_at_once_must_divide_the_members(members_at_once, message):
+    with pytest.raises(ConfigError) as info:
+        AnakinConfig(num_seeds=4, members_at_once=members_at_once)
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
 @pytest.mark.slow
 def test_a_member_of_a_sweep_is_the_single_run_with_its_values_and_seed(tmp_path):
     sweep = train(tiny(tmp_path, seed=10, num_seeds=2, sweep=SWEEP, run_name="sweep"))

@@ -49,12 +49,17 @@ class AnakinConfig(RunConfig):
     # each swept value by 0.8 or 1.2 within the grid's range. 0: off.
     pbt_interval: int = 0
     pbt_fraction: float = 0.25
+    # Members (seeds x sweep points) that train side by side; 0: all of them. Fewer take
+    # turns, this many at a time, so that members too many for the device's memory fit
+    # (slower); each learns as it would side by side with all the others.
+    members_at_once: int = 0
 
     RUNTIME: ClassVar[str] = "anakin"
     # Each preset's sizes on this runtime (podracer/anakin/presets.py).
     LAYOUTS: ClassVar[dict[tuple[str, str], dict[str, Any]]] = LAYOUTS
     MAY_CHANGE_ON_RESUME: ClassVar[frozenset[str]] = RunConfig.MAY_CHANGE_ON_RESUME | {
-        "num_devices"
+        "num_devices",
+        "members_at_once",
     }
 
     def __post_init__(self) -> None:
@@ -66,6 +71,7 @@ class AnakinConfig(RunConfig):
             object.__setattr__(self, "sweep", tuple(self.sweep))
         object.__setattr__(self, "_sweep", parse_sweep(self.sweep, self.agent, self.agent_config))
         check_int(self, "pbt_interval", minimum=0)
+        self.check_members_at_once("num_seeds x sweep points")
         if self.pbt_interval:
             if not self.grid.fields:
                 fail(self, "pbt_interval", "0 without a sweep (--sweep names the values PBT "

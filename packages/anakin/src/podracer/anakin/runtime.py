@@ -286,7 +286,7 @@ def make_chunk(agent: Agent, env: JaxEnv, plan: Plan):
 
     With `plan.num_members > 1` the chunk is vmapped over the state's leading member axis
     (one program trains every seed, or every member of a sweep; metrics get a leading
-    `[S]` axis)."""
+    `[S]` axis), or mapped over it `plan.members_at_once` members at a time."""
     rollout_length, updates_per_chunk = plan.rollout_length, plan.updates_per_chunk
     mesh, num_seeds = plan.mesh, plan.num_members
     agent_of, values = plan.members(agent)
@@ -321,6 +321,14 @@ def make_chunk(agent: Agent, env: JaxEnv, plan: Plan):
         return state._replace(timestep=_reshape_observations(state.timestep, shape, 1)), bins
 
     vmapped = chunk if num_seeds == 1 else jax.vmap(chunk, in_axes=(0, None, None, 0))
+    if plan.members_at_once < num_seeds:
+        # Members in turns (`lax.map` in groups: a scan over vmapped groups), so that only
+        # a group's temporaries are live; the group divides the members (no remainder,
+        # which lax.map would trace and compile a second time).
+        def vmapped(state, updates, row_ends, values):
+            one = lambda a: chunk(a[0], updates, row_ends, a[1])  # noqa: E731
+            return jax.lax.map(one, (state, values), batch_size=plan.members_at_once)
+
     per_device = lambda state, updates, row_ends: vmapped(state, updates, row_ends, values)  # noqa: E731
 
     def compiled(state: RunnerState, updates: jax.Array, row_ends: jax.Array):

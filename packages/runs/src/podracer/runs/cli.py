@@ -196,7 +196,7 @@ HELP_GROUPS = {
         "runs_root", "resume", "init_from", "init_opt_state", "trust_code", "compile_cache")),
     "layout": ("how the work is laid out on the devices and host", ()),
     "populations": ("several seeds or hyperparameter points in one run", (
-        "num_seeds", "sweep", "pbt_interval", "pbt_fraction")),
+        "num_seeds", "sweep", "pbt_interval", "pbt_fraction", "members_at_once")),
     "logging": ("metric rows, checkpoints and their writers (checkpoints at the first loop step "
                 "at or past each multiple of their interval)", (
         "log_interval", "checkpoint_interval", "keep_checkpoints", "tensorboard",
@@ -320,8 +320,9 @@ def out_of_memory(error: BaseException, config: Any) -> str | None:
     sizes += [f"{name} {getattr(config, name)}" for name in ("num_envs", "envs_per_thread")
               if hasattr(config, name)]  # fmt: skip
     holds = f"; this run holds {', '.join(sizes)}" if sizes else ""
-    return (f"out of device memory ({asked}){holds}: fewer members or envs, or a smaller "
-            "agent batch, need less")  # fmt: skip
+    turns = " (or fewer at once: members_at_once)" * (config.num_members > 1)
+    return (f"out of device memory ({asked}){holds}: fewer members{turns} or envs, or a "
+            "smaller agent batch, need less")  # fmt: skip
 
 
 def run_cli(config_cls: type, train: Callable[[Any], Any], argv: list[str] | None = None) -> int:

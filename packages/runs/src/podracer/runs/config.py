@@ -156,6 +156,20 @@ class RunConfig:
         """What each member's rows carry to tell them apart (`Run.log`); [{}]: one."""
         return [{}]
 
+    def check_members_at_once(self, members_are: str) -> None:
+        """A runtime's `members_at_once` (members trained side by side; the others take
+        turns, so that a program's temporaries fit the device) is 0 (all) or divides
+        `num_members` (`members_are`: what they are, for the error), or a one-line
+        ConfigError; the runtime's `__post_init__` calls it once its members are known. A
+        divisor: a remainder would trace and compile a program twice (`lax.map`'s last,
+        smaller group)."""
+        check_int(self, "members_at_once", minimum=0)
+        members, at_once = self.num_members, self.members_at_once
+        if at_once and members % at_once:  # also: more than all of them
+            divisors = ", ".join(str(k) for k in range(1, members + 1) if members % k == 0)
+            fail(self, "members_at_once", f"0 (all) or a divisor of the run's {members} members "
+                 f"({members_are}): {divisors}")  # fmt: skip
+
     @property
     def row_interval(self) -> int:
         """Env steps between metric rows: `log_interval`, or a hundredth of the run."""

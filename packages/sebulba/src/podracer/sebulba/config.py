@@ -65,6 +65,7 @@ class SebulbaConfig(RunConfig):
     # one vmapped step, so seed k trains as a run with seed+k would; total_env_steps
     # counts one seed's steps, as Anakin's.
     num_seeds: int = 1
+    members_at_once: int = 0  # seeds updated side by side; fewer: in turns (as Anakin's)
 
     RUNTIME: ClassVar[str] = "sebulba"
     # Each preset's sizes on this runtime (podracer/sebulba/presets.py).
@@ -73,13 +74,14 @@ class SebulbaConfig(RunConfig):
     # gathered (a run moved from 2 hosts x 1 thread to 1 host x 2 threads, say).
     MAY_CHANGE_ON_RESUME: ClassVar[frozenset[str]] = RunConfig.MAY_CHANGE_ON_RESUME | {
         "actor_device_ids", "learner_device_ids", "actor_loop", "queue_size", "stage_timeout_s",
-        "actor_threads_per_device", "trajectories_per_update", "actor_backend",
+        "actor_threads_per_device", "trajectories_per_update", "actor_backend", "members_at_once",
     }  # fmt: skip
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_int(self, "actor_threads_per_device", "envs_per_thread", "rollout_length",
                   "trajectories_per_update", "queue_size", "num_seeds")  # fmt: skip
+        self.check_members_at_once("num_seeds")
         if not isinstance(self.stage_timeout_s, int | float) or not self.stage_timeout_s > 0:
             fail(self, "stage_timeout_s", "> 0")
         if self.actor_loop not in ("auto", "xla", "python"):

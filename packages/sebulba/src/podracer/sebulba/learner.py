@@ -107,7 +107,7 @@ def replicated(mesh: Mesh) -> NamedSharding:
     return NamedSharding(mesh, P())
 
 
-def make_update(agent: Agent, mesh: Mesh, num_seeds: int = 1):
+def make_update(agent: Agent, mesh: Mesh, num_seeds: int = 1, members_at_once: int = 0):
     """`update(state, trajectories, stop_votes, replay) -> (state, metrics, stop, replay)`,
     jitted and sharded over `mesh`. `stop_votes` `[num learner devices]` int32 (split
     over them) are OR-ed into the replicated `stop`: the vote rides on the update's
@@ -115,10 +115,21 @@ def make_update(agent: Agent, mesh: Mesh, num_seeds: int = 1):
 
     With `num_seeds > 1`, `state` has a leading member axis, `trajectories` is one tuple
     of trajectories per seed, and the learn step is vmapped over the members (metrics
-    `[S]`, replay `[D, S, ...]`)."""
+    `[S]`, replay `[D, S, ...]`), or mapped over them `members_at_once` at a time (0: all
+    side by side)."""
     # One all-reduce for all gradients and metrics.
     learn = make_learn(agent, mesh.size, AXIS, pmean_flat(AXIS))
     concat = lambda ts: jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=1), *ts)  # noqa: E731
+
+    def members(state, trajectory, replay):  # the replay's member axis is its second
+        if not 0 < members_at_once < num_seeds:
+            return jax.vmap(learn, in_axes=(0, 0, 1), out_axes=(0, 0, 1))(state, trajectory, replay)
+        # In turns (`lax.map` in groups): only a group's temporaries are live at a time.
+        swap = lambda tree: jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), tree)  # noqa: E731
+        one = lambda a: learn(*a)  # noqa: E731
+        state, metrics, replay = jax.lax.map(one, (state, trajectory, swap(replay)),
+                                             batch_size=members_at_once)  # fmt: skip
+        return state, metrics, swap(replay)
 
     def update(state: TrainState, trajectories: tuple, stop_votes: jax.Array, replay):
         if num_seeds == 1:
@@ -126,7 +137,6 @@ def make_update(agent: Agent, mesh: Mesh, num_seeds: int = 1):
         else:
             per_seed = [concat(ts) for ts in trajectories]
             trajectory = jax.tree.map(lambda *xs: jnp.stack(xs), *per_seed)  # [S, T+1, b]
-            members = jax.vmap(learn, in_axes=(0, 0, 1), out_axes=(0, 0, 1))
             state, metrics, replay = members(state, trajectory, replay)
         stop = jax.lax.pmax(jnp.max(stop_votes), AXIS)
         return state, metrics, stop, replay
@@ -158,6 +168,7 @@ class Learner:
         actors: Sequence[Actor],
         supervisor: Supervisor,
         num_seeds: int = 1,
+        members_at_once: int = 0,
     ):
         self.mesh = mesh  # every process's learner devices
         self.num_seeds = num_seeds
@@ -166,7 +177,7 @@ class Learner:
         self._actors = [tuple(actors[k * per_seed : (k + 1) * per_seed]) for k in range(num_seeds)]
         self._supervisor = supervisor
         self.agent = agent
-        self._update = make_update(agent, mesh, num_seeds)
+        self._update = make_update(agent, mesh, num_seeds, members_at_once)
         self._replay = None  # per-device buffers, made on the first update (agent.replay)
         # Both possible votes, placed once: nothing goes host-to-device for them per update.
         self._votes = {vote: stop_votes(vote, mesh) for vote in (False, True)}

@@ -193,7 +193,7 @@ def train(
                 agent, lanes[k], plan, params, supervisor, run.step,
                 seed=plan.seed + k, member=member,
             )  # fmt: skip
-        learner = Learner(agent, mesh, actors, supervisor, seeds)
+        learner = Learner(agent, mesh, actors, supervisor, seeds, plan.members_at_once)
         if run.is_writer:  # every check passed (bad input stays one line); stderr, as the
             # stages line, with the progress line off too
             print(f"sebulba: {len(envs) * plan.lane_envs:,} envs built in {built:.1f}s",
