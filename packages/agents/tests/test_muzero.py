@@ -538,3 +538,37 @@ def test_learns_catch_on_anakin():
     result = anakin.train(config)
     assert result.history[-1]["eval/episodic_return"] >= 0.95  # random play: about -0.6
     assert final_return(result, last=2) >= 0.5
+
+
+def test_policy_target_smoothing_is_the_loss_on_a_smoothed_search_policy(
+    vector_spec, make_timestep
+):
+    # By hand: smoothing s is the plain loss on (1 - s) x the search's policy + s / A, for
+    # the policy term only (the other terms and the logged search entropy unchanged).
+    traj = envpool_trajectory(make_timestep)
+    s = 0.3
+    smooth = make_muzero(vector_spec, dataclasses.replace(SMALL, policy_target_smoothing=s))
+    plain = make_muzero(vector_spec, SMALL)
+    # Params away from their init, whose near-uniform prior makes any target cost log A.
+    params = plain.init(jax.random.key(1))
+    leaves, tree = jax.tree.flatten(params)
+    keys = jax.random.split(jax.random.key(2), len(leaves))
+    params = tree.unflatten(
+        [x + jax.random.normal(k, x.shape) for x, k in zip(leaves, keys, strict=True)]
+    )
+    by_hand = traj._replace(
+        extras={**traj.extras, "policy": (1 - s) * traj.extras["policy"] + s / A}
+    )
+    key = jax.random.key(0)
+    (got, got_metrics), (want, want_metrics) = (
+        jax.jit(smooth.loss)(params, traj, key),
+        jax.jit(plain.loss)(params, by_hand, key),
+    )
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    for name in ("losses/policy", "losses/value", "losses/reward"):
+        np.testing.assert_allclose(got_metrics[name], want_metrics[name], rtol=1e-6)
+    _, unsmoothed = jax.jit(plain.loss)(params, traj, key)
+    assert got_metrics["losses/policy"] != unsmoothed["losses/policy"]  # it did change
+    np.testing.assert_allclose(
+        got_metrics["agent/search_policy_entropy"], unsmoothed["agent/search_policy_entropy"]
+    )

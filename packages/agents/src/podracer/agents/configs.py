@@ -342,7 +342,7 @@ class MuZeroConfig:
     SWEEPABLE: ClassVar[tuple[str, ...]] = (
         "learning_rate", "gamma", "value_cost", "reward_cost", "policy_cost", "entropy_cost",
         "consistency_cost", "novelty_weight", "novelty_fade", "exploration_epsilon",
-        *(f"search.{name}" for name in SearchConfig.SWEEPABLE),
+        "policy_target_smoothing", *(f"search.{name}" for name in SearchConfig.SWEEPABLE),
     )  # fmt: skip
 
     learning_rate: float = 1e-3
@@ -376,6 +376,12 @@ class MuZeroConfig:
     # starts from the prior's logits, so a prior that has grown sharp stays sharp (the
     # collapse of `benchmarks/results/muzero_tuning.md`); the bonus holds it back.
     entropy_cost: float = 0.0
+    # The policy target as (1 - s) x the search's policy + s x uniform (label smoothing,
+    # Szegedy et al., 2016; 0: the search's policy as it is). Gumbel MuZero's target adds
+    # the search's values to the prior's own logits, so a sharp prior gives a sharp
+    # target; smoothing bounds how sharp (an entropy bonus of 0.05 moved neither,
+    # benchmarks/results/muzero_tuning.md).
+    policy_target_smoothing: float = 0.0
     # EfficientZero's temporal consistency (Ye et al., 2021; it uses 2): each unrolled
     # latent's projection, through a predictor, is pulled towards the projection of the
     # representation of the observation it stands for (negative cosine, that branch
@@ -422,6 +428,7 @@ class MuZeroConfig:
         check_range(self, "gamma", 0.0, 1.0)
         check_range(self, "exploration_epsilon", 0.0, 1.0)
         check_range(self, "novelty_fade", 0.0, 1.0)
+        check_range(self, "policy_target_smoothing", 0.0, 1.0)
         check_int(self, "novelty_window", minimum=0)
         costs = ("value_cost", "reward_cost", "policy_cost", "entropy_cost", "consistency_cost",
                  "novelty_weight")  # fmt: skip

@@ -352,7 +352,9 @@ def muzero_loss(
     latents, _, g, bounds = value_targets(
         net, model, config, hp, spec.can_truncate, params, trajectory
     )
-    targets = jax.lax.stop_gradient(unroll_targets(trajectory, g, bounds, num_unroll))
+    targets = jax.lax.stop_gradient(
+        unroll_targets(_smoothed(trajectory, hp), g, bounds, num_unroll)
+    )
     value_ce, policy_ce, reward_ce, entropy, unrolled = unroll_cross_entropies(
         net, config, params, latents[:-1], targets
     )
@@ -398,6 +400,17 @@ def muzero_loss(
         **extra_metrics,
     }
     return total, metrics
+
+
+def _smoothed(trajectory: Trajectory, hp: Hyperparams) -> Trajectory:
+    """`trajectory` with its policy targets label-smoothed by `hp.policy_target_smoothing`
+    (left out of the program at 0, as the entropy bonus)."""
+    s = hp.policy_target_smoothing
+    if _is_zero(s):
+        return trajectory
+    policy = trajectory.extras["policy"]
+    smoothed = (1.0 - s) * policy + s / policy.shape[-1]
+    return trajectory._replace(extras={**trajectory.extras, "policy": smoothed})
 
 
 def _discrete_acting(
