@@ -231,9 +231,13 @@ root, signals, pause = sys.argv[2], sys.argv[3].split(","), float(sys.argv[4])
 def send():
     while not os.path.exists(os.path.join(root, "toy", "metrics.jsonl")):
         time.sleep(0.01)
+    # The file appears as the run opens; a fifth of a step later the loop is in a step's
+    # pause, where Python runs a handler at once. (Sent during start-up, two signals could
+    # both arrive inside one long C call before the handler ran, and count as one.)
+    time.sleep(pause / 5)
     for name in signals:
         os.kill(os.getpid(), getattr(signal, name))
-        time.sleep(0.3)
+        time.sleep(max(0.3, pause / 5))
 threading.Thread(target=send, daemon=True).start()
 result = toy_train(RunConfig(total_env_steps=10**6, runs_root=root, run_name="toy",
                              progress=False, tensorboard=False), pause=pause)
