@@ -46,7 +46,7 @@ class Plan:
     rollout_length: int  # env steps per env per update
     updates_per_chunk: int = 1  # updates one compiled chunk makes
     num_members: int = 1  # seeds x sweep points: the state's leading member axis when > 1
-    members_at_once: int = 1  # members a chunk trains side by side (the others take turns)
+    members_at_once: int = 0  # members a chunk trains side by side, the others in turns; 0: all
     swept: Swept | None = None  # a sweep's (or PBT's) members: their agents and values
     population: bool = False  # PBT: each member's swept values live in its state
     pbt_exploited: int = 0  # PBT: members that copy another at each of its steps
@@ -78,7 +78,7 @@ class Plan:
             rollout_length=config.rollout_length,
             updates_per_chunk=config.updates_per_chunk,
             num_members=config.num_members,
-            members_at_once=config.members_at_once or config.num_members,
+            members_at_once=config.members_at_once,
             swept=swept,
             population=config.pbt_interval > 0,
             pbt_exploited=config.pbt_exploited if config.pbt_interval > 0 else 0,

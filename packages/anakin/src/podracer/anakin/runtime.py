@@ -320,8 +320,11 @@ def make_chunk(agent: Agent, env: JaxEnv, plan: Plan):
         state, bins = jax.lax.fori_loop(0, updates, body, (state, zeros))
         return state._replace(timestep=_reshape_observations(state.timestep, shape, 1)), bins
 
-    vmapped = chunk if num_seeds == 1 else jax.vmap(chunk, in_axes=(0, None, None, 0))
-    if plan.members_at_once < num_seeds:
+    if num_seeds == 1:
+        vmapped = chunk
+    elif not 0 < plan.members_at_once < num_seeds:
+        vmapped = jax.vmap(chunk, in_axes=(0, None, None, 0))
+    else:
         # Members in turns (`lax.map` in groups: a scan over vmapped groups), so that only
         # a group's temporaries are live; the group divides the members (no remainder,
         # which lax.map would trace and compile a second time).

@@ -41,7 +41,7 @@ class Plan:
     deterministic: bool  # actors' trajectories consumed in a fixed order
     seed: int
     num_seeds: int
-    members_at_once: int  # seeds the learner updates side by side (the others take turns)
+    members_at_once: int  # seeds the learner updates side by side, the others in turns; 0: all
 
     @classmethod
     def of(cls, config: SebulbaConfig, process: int, num_processes: int) -> Plan:
@@ -68,7 +68,7 @@ class Plan:
             deterministic=config.deterministic,
             seed=config.seed,
             num_seeds=config.num_seeds,
-            members_at_once=config.members_at_once or config.num_seeds,
+            members_at_once=config.members_at_once,
         )
 
     @property
