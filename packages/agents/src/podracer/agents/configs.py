@@ -342,7 +342,8 @@ class MuZeroConfig:
     SWEEPABLE: ClassVar[tuple[str, ...]] = (
         "learning_rate", "gamma", "value_cost", "reward_cost", "policy_cost", "entropy_cost",
         "consistency_cost", "novelty_weight", "novelty_fade", "exploration_epsilon",
-        "policy_target_smoothing", *(f"search.{name}" for name in SearchConfig.SWEEPABLE),
+        "exploration_fade", "exploration_final", "policy_target_smoothing",
+        *(f"search.{name}" for name in SearchConfig.SWEEPABLE),
     )  # fmt: skip
 
     learning_rate: float = 1e-3
@@ -406,6 +407,14 @@ class MuZeroConfig:
     # Acting: a uniformly random action with this probability (the policy target is still
     # the search's); keeps every action in the data where the search policy is sharp.
     exploration_epsilon: float = 0.1
+    # Acting's exploration (that epsilon and the search's noise: Gumbel's scale, or PUCT's
+    # root noise and visit temperature) falls linearly to `exploration_final` of itself
+    # over the first `exploration_fade` of the run's updates (0: constant), as MuZero
+    # lowers its visit temperature during training (Schrittwieser et al., 2020, appendix
+    # D). The noise helps the data early and costs the return late: Breakout-MinAtar's
+    # noiseless search scored ~1.7x the training return (benchmarks/results/muzero_tuning.md).
+    exploration_fade: float = 0.0
+    exploration_final: float = 0.0
     # Continuous actions (Sampled MuZero, Hubert et al., 2021): actions sampled from the
     # prior at every node of the search; acting explores with uniform box actions.
     num_action_samples: int = 16
@@ -428,6 +437,8 @@ class MuZeroConfig:
         check_range(self, "gamma", 0.0, 1.0)
         check_range(self, "exploration_epsilon", 0.0, 1.0)
         check_range(self, "novelty_fade", 0.0, 1.0)
+        check_range(self, "exploration_fade", 0.0, 1.0)
+        check_range(self, "exploration_final", 0.0, 1.0)
         check_range(self, "policy_target_smoothing", 0.0, 1.0)
         check_int(self, "novelty_window", minimum=0)
         costs = ("value_cost", "reward_cost", "policy_cost", "entropy_cost", "consistency_cost",

@@ -1,9 +1,13 @@
 """MuZero (Schrittwieser et al., 2020) with Gumbel search (Danihelka et al., 2022).
 
 Acting runs `podracer.search.search` on every step; `extras` carry the search policy
-`"policy"` `[B, A]` and the search value `"root_value"` `[B]`. Learning, on trajectories
-`[T+1, B]`: by default sequences sampled from a replay of past rollouts (`replay`, see
-`podracer.agents.replay`; capacity 0 learns from each rollout once, as it arrives):
+`"policy"` `[B, A]` and the search value `"root_value"` `[B]`. Its exploration (random
+actions at `exploration_epsilon`, the search's noise) may fade over the run's updates
+(`exploration_fade`, to `exploration_final` of itself; `exploration_left`).
+
+Learning, on trajectories `[T+1, B]`: by default sequences sampled from a replay of past
+rollouts (`replay`, see `podracer.agents.replay`; capacity 0 learns from each rollout
+once, as it arrives):
 
 * from every position t in [0, T), represent `observation[t]` and unroll the dynamics
   K steps with the actions actually taken, `action[t..t+K-1]`;
@@ -413,22 +417,58 @@ def _smoothed(trajectory: Trajectory, hp: Hyperparams) -> Trajectory:
     return trajectory._replace(extras={**trajectory.extras, "policy": smoothed})
 
 
+# The search's own exploration, by policy: what acting's schedule lowers and the greedy
+# search turns off.
+_SEARCH_NOISE = {"gumbel": ("gumbel_scale",), "muzero": ("dirichlet_fraction", "temperature")}
+
+
+def exploration_left(hp: Hyperparams, step: Any, total_updates: int | None) -> chex.Array | None:
+    """The share of acting's exploration left at update `step`: 1 falling linearly to
+    `exploration_final` over the first `exploration_fade` of `total_updates`, then
+    constant; None where it stays 1 (no fade, or the run's length unknown). Written out
+    like `novelty.faded_weight`: a sweep traces `exploration_fade`."""
+    if _is_zero(hp.exploration_fade) or total_updates is None:
+        return None
+    fade = jnp.asarray(hp.exploration_fade, jnp.float32)
+    horizon = jnp.maximum(fade * total_updates, 1.0)
+    left = jnp.clip(1.0 - jnp.asarray(step, jnp.float32) / horizon, 0.0, 1.0)
+    final = jnp.asarray(hp.exploration_final, jnp.float32)
+    return jnp.where(fade > 0, final + (1.0 - final) * left, 1.0)
+
+
+def _exploration(config: MuZeroConfig, hp: Hyperparams, total_updates: int | None):
+    """`explore(step) -> (epsilon, swept search numbers)` of acting at update `step`: the
+    member's own, their noise scaled by `exploration_left`."""
+    swept = hp.search.values()
+    noise = _SEARCH_NOISE[config.search.policy]
+
+    def explore(step):
+        left = exploration_left(hp, step, total_updates)
+        if left is None:
+            return hp.exploration_epsilon, swept
+        scaled = {k: swept.get(k, getattr(config.search, k)) * left for k in noise}
+        return hp.exploration_epsilon * left, {**swept, **scaled}
+
+    return explore
+
+
 def _discrete_acting(
-    spec: EnvSpec, config: MuZeroConfig, hp: Hyperparams, model: MuZeroModel, greedy: _Greedy
-):
+    spec: EnvSpec, config: MuZeroConfig, hp: Hyperparams, model: MuZeroModel, greedy: _Greedy,
+    explore,
+):  # fmt: skip
     """`(act, greedy_act)` of MuZero on discrete actions: the search's action, a uniformly
     random one at `exploration_epsilon`; greedy: the search without its noise."""
-    swept = hp.search.values()
 
     def act(params, key, observation, step=0, core=None, first=None):
-        del step, core, first  # no schedule in acting; feed-forward
+        del core, first  # feed-forward
+        epsilon, swept = explore(step)
         search_key, explore_key, action_key = jax.random.split(key, 3)
         out = search(params, search_key, model, observation, config.search, swept=swept)
         action = out.action
-        if not _is_zero(hp.exploration_epsilon):
-            explore = jax.random.uniform(explore_key, action.shape)
+        if not _is_zero(epsilon):
+            explore_draw = jax.random.uniform(explore_key, action.shape)
             uniform = jax.random.randint(action_key, action.shape, 0, spec.num_actions, jnp.int32)
-            action = jnp.where(explore < hp.exploration_epsilon, uniform, action)
+            action = jnp.where(explore_draw < epsilon, uniform, action)
         return action, {"policy": out.action_weights, "root_value": out.root_value}, ()
 
     def greedy_act(params, observation, core=None, first=None):
@@ -442,14 +482,14 @@ def _discrete_acting(
 
 
 def _sampled_acting(
-    spec: EnvSpec, config: MuZeroConfig, hp: Hyperparams, net: MuZeroNetwork, greedy: _Greedy
-):
+    spec: EnvSpec, config: MuZeroConfig, hp: Hyperparams, net: MuZeroNetwork, greedy: _Greedy,
+    explore,
+):  # fmt: skip
     """`(act, greedy_act)` of Sampled MuZero on a bounded box: the search over sampled
     pre-squash actions u, the env given tanh(u) scaled into the box."""
     low, high = spec.action_bounds()  # finite (EnvSpec checks)
     sampled_model = make_sampled_model(net, config.value_support, config.reward_support, hp.gamma)
     num_samples = config.num_action_samples
-    swept = hp.search.values()
 
     def to_env(u):  # [B, D] -> [B, *action_shape] in the box
         return tanh_squash(u, low.reshape(-1), high.reshape(-1)).reshape(
@@ -457,20 +497,21 @@ def _sampled_acting(
         )
 
     def act(params, key, observation, step=0, core=None, first=None):
-        del step, core, first  # no schedule in acting; feed-forward
+        del core, first  # feed-forward
+        epsilon, swept = explore(step)
         search_key, explore_key, action_key = jax.random.split(key, 3)
         out = sampled_search(
             params, search_key, sampled_model, observation, config.search, num_samples,
             swept=swept,
         )  # fmt: skip
         action = to_env(out.action)
-        if not _is_zero(hp.exploration_epsilon):
-            explore = jax.random.uniform(explore_key, action.shape[:1])
-            explore = explore.reshape(-1, *[1] * len(spec.action_shape))
+        if not _is_zero(epsilon):
+            explore_draw = jax.random.uniform(explore_key, action.shape[:1])
+            explore_draw = explore_draw.reshape(-1, *[1] * len(spec.action_shape))
             uniform = jax.random.uniform(
                 action_key, action.shape, minval=low[None], maxval=high[None]
             )
-            action = jnp.where(explore < hp.exploration_epsilon, uniform, action)
+            action = jnp.where(explore_draw < epsilon, uniform, action)
         extras = {
             "policy": out.search.action_weights,
             "root_value": out.search.root_value,
@@ -497,13 +538,16 @@ def _sampled_acting(
     return act, greedy_act
 
 
-def _acting(spec: EnvSpec, config: MuZeroConfig, hp: Hyperparams, net, model):
+def _acting(
+    spec: EnvSpec, config: MuZeroConfig, hp: Hyperparams, net, model, total_updates: int | None
+):
     """`(act, greedy_act)` for the env's actions: MuZero's search over discrete actions,
     Sampled MuZero's over pre-squash Gaussian draws u in a box (the env gets tanh(u))."""
     greedy = _greedy(config.search, hp.search.values())
+    explore = _exploration(config, hp, total_updates)
     if spec.is_discrete:
-        return _discrete_acting(spec, config, hp, model, greedy)
-    return _sampled_acting(spec, config, hp, net, greedy)
+        return _discrete_acting(spec, config, hp, model, greedy, explore)
+    return _sampled_acting(spec, config, hp, net, greedy, explore)
 
 
 class _Greedy(NamedTuple):
@@ -516,10 +560,7 @@ class _Greedy(NamedTuple):
 def _greedy(search: SearchConfig, swept: Mapping[str, Any]) -> _Greedy:
     """The search without its exploration: no Gumbel noise, or no root noise and the most
     visited action, whatever a member explores with (its other swept numbers kept)."""
-    if search.policy == "gumbel":
-        noise = {"gumbel_scale": 0.0}
-    else:
-        noise = {"dirichlet_fraction": 0.0, "temperature": 0.0}
+    noise = dict.fromkeys(_SEARCH_NOISE[search.policy], 0.0)
     kept = {k: v for k, v in swept.items() if k not in noise}
     return _Greedy(dataclasses.replace(search, **noise), kept)
 
@@ -530,7 +571,8 @@ def make_muzero(
     total_updates: int | None = None,
     hyper: Hyper | None = None,
 ) -> Agent:
-    # total_updates: the novelty bonus's fade (the learning rate is constant)
+    # total_updates: the novelty bonus's and exploration's fades (the learning rate is
+    # constant)
     hp = Hyperparams(config, hyper)
     net = muzero_network(spec, config, hp)
     model = make_model(net, config.value_support, config.reward_support, hp.gamma)
@@ -540,7 +582,7 @@ def make_muzero(
     obs_ndim = len(spec.observation_shape)
     if with_novelty:
         optimizer = frozen_statistics(optimizer, novelty.FROZEN_KEYS)
-    act, greedy_act = _acting(spec, config, hp, net, model)
+    act, greedy_act = _acting(spec, config, hp, net, model, total_updates)
 
     def init(key):
         obs = jnp.zeros((1, *spec.observation_shape), spec.observation_dtype)
