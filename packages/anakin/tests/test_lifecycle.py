@@ -157,6 +157,24 @@ def test_a_reused_name_is_refused_before_compiling(tmp_path, capsys):
     assert "names an existing run" in err and "--resume" in err and "another --run-name" in err
 
 
+def test_a_resumed_sweep_ranks_its_points_over_the_whole_run(tmp_path, capsys):
+    # The table the run prints is `podracer sweep-best`'s, earlier sessions' rows included
+    # (the resumed session's rows alone put each member's last 10% elsewhere).
+    from podracer.runs.tools.sweep_best import main as sweep_best
+
+    args = [*TINY, "--runs-root", str(tmp_path), "--run-name", "s", "--no-progress"]
+    sweep = ["--sweep", "qlambda.learning_rate=1e-3,3e-2", "--num-seeds", "2"]
+    # A row a chunk: the run's last 10% holds rows 11 and 12, the second session's row 12
+    assert main([*args, *sweep, "--total-env-steps", str(10 * CHUNK)]) == 0
+    capsys.readouterr()
+    assert main([*args, "--resume", "--total-env-steps", str(12 * CHUNK)]) == 0
+    printed = capsys.readouterr().out
+    assert sweep_best([str(tmp_path / "s")]) == 0
+    table = capsys.readouterr().out.splitlines()[:3]
+    assert table[0].startswith("qlambda.learning_rate") and len(table) == 3
+    assert "\n".join(table) in printed
+
+
 def test_a_resume_with_another_agent_or_network_is_refused_naming_the_fields(tmp_path, capsys):
     args = [*TINY, "--runs-root", str(tmp_path), "--run-name", "r", "--no-progress"]
     assert main([*args, "--total-env-steps", str(CHUNK)]) == 0

@@ -396,7 +396,9 @@ def _run_cli(config_cls: type, train: Callable[[Any], Any], argv: list[str] | No
             if getattr(config, "pbt_interval", 0):
                 print(f"{runtime}: PBT's members by the values they started from (each "
                       "member's values since: pbt.jsonl in the run)")  # fmt: skip
-            print(sweep_table(point_finals(result.history), "charts/episodic_return"))
+            # The whole run's rows, as the return above and `podracer sweep-best` read them
+            rows = [*result.earlier, *result.history]
+            print(sweep_table(point_finals(rows), "charts/episodic_return"))
             print(f"{runtime}: `podracer sweep-best {result.run_dir}` writes the best point's "
                   "config")  # fmt: skip
     return 0
