@@ -265,11 +265,12 @@ def test_summary_by_hand(tmp_path):
     r1 = [0, 10, 20, 40, 55, 60, 60, 70, 80, 80]
     r2 = [float("nan"), 0, 0, 10, 10, 10, 20, 20, 30, 40]
     # Wall seconds steps / 10 (seeds 0, 1) and / 40 (seed 2); charts/SPS is the rate since
-    # the previous row, so the first row's (the compile's) is low: SPS after compile is
-    # the rate from the first row to the last, (1000 - 100) / (100 - 10) = 10 and 40.
+    # the previous row, and the first row fell within the compile (no rate): SPS after
+    # compile is 10 and 40.
     for seed, (returns, per) in enumerate(((r0, 10), (r1, 10), (r2, 40))):
         elapsed = [s / per for s in steps]
-        rows = make_rows(steps, returns, elapsed, sps=1.0)
+        rows = make_rows(steps, returns, elapsed, sps=float(per))
+        rows[0]["charts/SPS"] = float("nan")
         write_run(tmp_path, f"s{seed}", rows, seed=seed)
     [group] = records.group_runs(records.load_runs([tmp_path]))
     s = agg.summarize(group, target=50.0, final_fraction=0.2, reps=500)
@@ -290,6 +291,23 @@ def test_summary_by_hand(tmp_path):
     assert row.startswith("ppo on gymnax:CartPole-v1  3  ")
     assert "400 (2/3)" in row
     assert header.index("seeds") == row.index("3  ")
+
+
+def test_sps_leaves_out_a_resumed_runs_restart_as_the_summary_line_does(tmp_path):
+    # 500 steps at 10 a second, then a restart of 60 s (start-up, a compile), then 500
+    # more at 20 a second: the run's loop made 1000 steps in 75 s; its first row's rate
+    # is since the compile. By first and last row it would be 900 / 125.
+    steps = [100, 200, 300, 400, 500, 600, 700, 800, 900, 1000]
+    elapsed = [10, 20, 30, 40, 50, 115, 120, 125, 130, 135]
+    rows = make_rows(steps, [1.0] * 10, elapsed)
+    for row in rows:
+        row["charts/SPS"] = 10.0 if row["env_steps"] <= 500 else 20.0
+    [group] = records.group_runs(records.load_runs([write_run(tmp_path, "r", rows)]))
+    assert agg.summarize(group).sps == pytest.approx(1000 / 75)
+    for row in rows:  # rows without rates (another tool's): from the first row to the last
+        del row["charts/SPS"]
+    [group] = records.group_runs(records.load_runs([write_run(tmp_path / "b", "r", rows)]))
+    assert agg.summarize(group).sps == pytest.approx(900 / 125)
 
 
 def test_numbers_print_without_exponents_where_a_reader_expects_none():

@@ -19,7 +19,7 @@ TOOLS = pathlib.Path(plot.__file__).parent
 
 
 def write_run(root, name, steps, returns, seed=0, lr=1e-3, **columns):
-    """A one-seed run dir with returns at steps, wall seconds steps / 10 and SPS 100."""
+    """A one-seed run dir with returns at steps, wall seconds steps / 10 (SPS 10)."""
     path = root / name
     path.mkdir(parents=True)
     config = {"env": "gymnax:CartPole-v1", "agent": "ppo", "seed": seed, "run_name": name}
@@ -28,7 +28,7 @@ def write_run(root, name, steps, returns, seed=0, lr=1e-3, **columns):
     with open(path / "metrics.jsonl", "w") as f:
         for i, (s, r) in enumerate(zip(steps, returns, strict=True)):
             row = {"env_steps": s, "time": 1.7e9 + s / 10, "timing/elapsed": s / 10}
-            row.update({"charts/episodic_return": r, "charts/SPS": 100.0, "losses/total": 1 / s})
+            row.update({"charts/episodic_return": r, "charts/SPS": 10.0, "losses/total": 1 / s})
             row.update({k: v[i] for k, v in columns.items() if v[i] is not None})
             f.write(json.dumps(row) + "\n")
     return path

@@ -270,16 +270,27 @@ def first_reaching(
 
 
 def _sps_after_compile(run: SeedRun) -> float:
-    """Env steps per second from the first logged row to the last (rows are timed when
-    their steps were made, after the compile): what the command lines' summary calls SPS.
-    One row: its own charts/SPS."""
-    points = [(number(r.get(STEPS)), number(r.get(ELAPSED))) for r in run.rows]
-    points = sorted((s, t) for s, t in points if s is not None and t is not None)
-    if len(points) > 1 and points[-1][1] > points[0][1]:
-        return (points[-1][0] - points[0][0]) / (points[-1][1] - points[0][1])
-    sps = [number(r.get(SPS)) for r in run.rows]
-    sps = [s for s in sps if s is not None and math.isfinite(s)]
-    return float(np.mean(sps)) if sps else math.nan
+    """Env steps per second of the run's loops, the compiles and a resumed run's restarts
+    left out: what the command lines' summary calls SPS, over every session. Each row's
+    charts/SPS is its rate since the row before (a session's first: since its compile
+    ended), so its steps took their count over it; rows without a rate count neither.
+    Rows without any rate (another tool's): from the first row to the last."""
+    points = sorted(
+        (s, number(r.get(SPS))) for r in run.rows if (s := number(r.get(STEPS))) is not None
+    )
+    steps = seconds = 0.0
+    previous = 0.0
+    for s, sps in points:
+        if sps is not None and math.isfinite(sps) and sps > 0 and s > previous:
+            steps, seconds = steps + s - previous, seconds + (s - previous) / sps
+        previous = s
+    if seconds > 0:
+        return steps / seconds
+    timed = [(number(r.get(STEPS)), number(r.get(ELAPSED))) for r in run.rows]
+    timed = sorted((s, t) for s, t in timed if s is not None and t is not None)
+    if len(timed) > 1 and timed[-1][1] > timed[0][1]:
+        return (timed[-1][0] - timed[0][0]) / (timed[-1][1] - timed[0][1])
+    return math.nan
 
 
 def summarize(
