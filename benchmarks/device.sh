@@ -7,7 +7,8 @@
 #                                              #   sebulba, atari, pong (GPU: envpool);
 #                                              #   catch, purejaxrl, gym, ale, ale-pong,
 #                                              #   ale-breakout, muzero-minatar,
-#                                              #   muzero-sweep, muzero-fade, muzero-atari,
+#                                              #   muzero-sweep, muzero-fade(-late), muzero-deep,
+#                                              #   muzero-atari,
 #                                              #   ale-grid, muzero-envs, muzero-profile,
 #                                              #   muzero-crash, profile, search,
 #                                              #   ale-stall (TPU)
@@ -131,15 +132,25 @@ for part in $parts; do
     resumable "$anakin" tpu-muzero-acting --env gymnax:Breakout-MinAtar --agent muzero \
       --preset minatar --num-seeds 3 --muzero.replay.updates-per-rollout 8 \
       --sweep muzero.search.gumbel_scale=0.25,0 --total-env-steps 10000000 ;;
-  muzero-fade)  # Whether acting's exploration, faded over the run, lifts MuZero's
-    # Breakout-MinAtar training return to the noiseless search's (~1.7x it on the CPU):
-    # epsilon and Gumbel noise falling linearly to 0 or a quarter of themselves over the
-    # first half or 90% of the run, 4 points x 3 seeds, 6 members at a time (the chip's
-    # memory), 8 replay updates, 1e7 steps each, PONG_SECONDS a call, then --resume.
-    resumable "$anakin" tpu-muzero-fade --env gymnax:Breakout-MinAtar --agent muzero \
+  muzero-fade|muzero-fade-late)  # Whether acting's exploration, faded over the run,
+    # lifts MuZero's Breakout-MinAtar training return to the noiseless search's (~1.7x it
+    # on the CPU): epsilon and Gumbel noise falling linearly to 0 or a quarter of
+    # themselves over the first half (-late: 90%) of the run, 2 points x 3 seeds (6
+    # members fit the chip; 12 in turns of 6 asked 19.5 GB), 8 replay updates, 1e7 steps
+    # each, PONG_SECONDS a call, then --resume.
+    fade=0.5; [ "$part" = muzero-fade-late ] && fade=0.9
+    resumable "$anakin" "tpu-$part" --env gymnax:Breakout-MinAtar --agent muzero \
       --preset minatar --num-seeds 3 --muzero.replay.updates-per-rollout 8 \
-      --sweep muzero.exploration_fade=0.5,0.9 --sweep muzero.exploration_final=0,0.25 \
-      --members-at-once 6 --total-env-steps 10000000 ;;
+      --muzero.exploration-fade "$fade" --sweep muzero.exploration_final=0,0.25 \
+      --total-env-steps 10000000 ;;
+  muzero-deep)  # With acting's exploration gone by half the run (muzero-fade's best), the
+    # training return is the search's own and still ~29: twice the simulations (16),
+    # for better Q-values at the root, at the preset's value_scale and half of it (a
+    # softer target), 2 points x 3 seeds, 8 replay updates, 1e7 steps each.
+    resumable "$anakin" tpu-muzero-deep --env gymnax:Breakout-MinAtar --agent muzero \
+      --preset minatar --num-seeds 3 --muzero.replay.updates-per-rollout 8 \
+      --muzero.exploration-fade 0.5 --muzero.search.num-simulations 16 \
+      --sweep muzero.search.value_scale=0.1,0.05 --total-env-steps 10000000 ;;
   muzero-atari)  # Issue 53's MuZero on Sebulba with Atari: ale:Breakout, the Nature CNN as
     # representation, 50 simulations a step, actors on the chip (3 threads x 64 envs, two
     # lanes); frames/s (4 per agent step) and the pipeline's stage times.
@@ -219,7 +230,7 @@ for part in $parts; do
     # 64 envs in two lanes, the grid's best; 300 s, as their 384 emulators build one at a time.
     run 300 $py benchmarks/sebulba_throughput.py --case ale-breakout --envs-per-thread 64 \
       --actor-threads 6 --async-envs --env-kwargs '{"num_threads": 2}' --total-env-steps 400000 ;;
-  *) echo "unknown part '$part' (allowed: anakin, throughput, muzero, sebulba, atari, pong, catch, purejaxrl, gym, ale, ale-pong, ale-breakout, ale-grid, muzero-minatar, muzero-sweep, muzero-acting, muzero-fade, muzero-atari, muzero-envs, muzero-compile, muzero-profile, muzero-crash, profile, search, ale-stall)" >&2; exit 2 ;;
+  *) echo "unknown part '$part' (allowed: anakin, throughput, muzero, sebulba, atari, pong, catch, purejaxrl, gym, ale, ale-pong, ale-breakout, ale-grid, muzero-minatar, muzero-sweep, muzero-acting, muzero-fade, muzero-fade-late, muzero-deep, muzero-atari, muzero-envs, muzero-compile, muzero-profile, muzero-crash, profile, search, ale-stall)" >&2; exit 2 ;;
   esac
 done
 echo "log: $log"
