@@ -136,8 +136,8 @@ for part in $parts; do
     # lifts MuZero's Breakout-MinAtar training return to the noiseless search's (~1.7x it
     # on the CPU): epsilon and Gumbel noise falling linearly to 0 or a quarter of
     # themselves over the first half (-late: 90%) of the run, 2 points x 3 seeds (6
-    # members fit the chip; 12 in turns of 6 asked 19.5 GB), 8 replay updates, 1e7 steps
-    # each, PONG_SECONDS a call, then --resume.
+    # members fit the chip; 12 in turns of 6 asked 19.5 GB before the turns updated the
+    # state in place), 8 replay updates, 1e7 steps each, PONG_SECONDS a call, then --resume.
     fade=0.5; [ "$part" = muzero-fade-late ] && fade=0.9
     resumable "$anakin" "tpu-$part" --env gymnax:Breakout-MinAtar --agent muzero \
       --preset minatar --num-seeds 3 --muzero.replay.updates-per-rollout 8 \

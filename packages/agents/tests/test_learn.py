@@ -185,3 +185,35 @@ def test_qlambda_microbatches_keep_its_update(random_trajectory):
         np.testing.assert_allclose(b, a, rtol=2e-5, atol=1e-7)
     with pytest.raises(ValueError, match="num_microbatches"):
         QLambdaConfig(num_microbatches=0)
+
+
+def test_vmap_in_turns_is_vmap_with_one_copy_of_the_state():
+    from podracer.agents import vmap_in_turns
+
+    # 8 members, each a state of 256k floats (a replay buffer's weight) whose rows a loop
+    # rewrites in place, a shared input, and a second argument with its member axis second.
+    def fn(state, shared, other):
+        def row(i, s):
+            new = jnp.tanh(jax.lax.dynamic_index_in_dim(s, i, keepdims=False) * shared + other[0])
+            return jax.lax.dynamic_update_index_in_dim(s, new, i, 0)
+
+        state = jax.lax.fori_loop(0, 3, row, state)
+        return state, jnp.sum(state[0]) + other[1], other * 2.0
+
+    members, rows = 8, 1024
+    state = jnp.arange(members * rows * 256, dtype=jnp.float32).reshape(members, rows, 256)
+    other = jnp.arange(2 * members, dtype=jnp.float32).reshape(2, members)
+    axes = dict(in_axes=(0, None, 1), out_axes=(0, 0, 1))
+    want = jax.vmap(fn, **axes)(state, 3.0, other)
+    temporaries = []
+    for group in (8, 2):
+        turns = vmap_in_turns(fn, members, group, **axes, in_place={0: 0})
+        compiled = jax.jit(turns, donate_argnums=0).lower(state, 3.0, other).compile()
+        temporaries.append(compiled.memory_analysis().temp_size_in_bytes)
+        got = compiled(jnp.array(state), 3.0, other)
+        jax.tree.map(np.testing.assert_array_equal, got, want)
+    # Side by side the state is rewritten in place; in turns of 2 the loop holds a group's
+    # slice besides (a quarter), not another copy of every member's state (lax.map,
+    # regrouping the state and stacking its outputs, held 1.25 of it).
+    assert temporaries[0] < 0.01 * state.nbytes, temporaries
+    assert temporaries[1] < 0.5 * state.nbytes, temporaries

@@ -22,6 +22,7 @@ from .learn import learner_updates as learner_updates
 from .learn import make_learn as make_learn
 from .learn import make_optimizer as make_optimizer
 from .learn import sgd_update as sgd_update
+from .learn import vmap_in_turns as vmap_in_turns
 from .muzero import make_muzero as make_muzero
 from .muzero_networks import MuZeroNetwork as MuZeroNetwork
 from .networks import MLP as MLP

@@ -3,13 +3,16 @@
 `make_learn` is what Anakin's chunk and Sebulba's learner call inside `shard_map` on a
 device's share of a rollout; `sgd_update` is the agents' default `update` (one backward
 pass over the whole batch); `learner_updates` counts the gradient updates of a run the
-same way for both runtimes, so learning-rate schedules anneal alike.
+same way for both runtimes, so learning-rate schedules anneal alike; `vmap_in_turns`
+runs the members of a population a group at a time (`members_at_once`) in both.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
 import chex
@@ -328,3 +331,68 @@ def _replay_update(agent, replay, reduce_grads):
         return (params, opt_state, local), losses
 
     return one
+
+
+def vmap_in_turns(
+    fn: Callable[..., tuple],
+    num_members: int,
+    group: int,
+    in_axes: Sequence[int | None],
+    out_axes: Sequence[int],
+    in_place: Mapping[int, int],
+) -> Callable[..., tuple]:
+    """`jax.vmap(fn, in_axes, out_axes)` over `num_members` members, `group` of them at a
+    time (`group` divides `num_members`), the groups one after another, so that only a
+    group's temporaries are live.
+
+    `fn` returns a tuple; `in_axes` gives each positional argument's member axis (None:
+    shared), `out_axes` each output's. `in_place` maps an output to the argument it
+    replaces (same tree, same axis: a state, a replay buffer): the loop over the groups
+    writes each group's new slice back into that argument's buffers rather than into a
+    new one. `lax.map(..., batch_size=group)` would instead regroup every argument into
+    `[num_members / group, group, ...]` and stack its outputs anew, two more copies of
+    every member's state and replay (MuZero's MinAtar preset on Anakin: 12 members in
+    turns of 6 needed 3.8x the temporaries of 6 at once, this 1.8x).
+    """
+    # One trace for the outputs' shapes and the loop's body: a nested jit caches its
+    # trace by the arguments' types, and `inline` puts it in the body as it is.
+    vmapped = jax.jit(jax.vmap(fn, in_axes=tuple(in_axes), out_axes=tuple(out_axes)), inline=True)
+
+    def take(tree, axis, g):
+        return jax.tree.map(lambda x: jax.lax.dynamic_slice_in_dim(x, g * group, group, axis), tree)
+
+    def run(*args):
+        def group_args(args, g):
+            return [
+                a if ax is None else take(a, ax, g) for a, ax in zip(args, in_axes, strict=True)
+            ]
+
+        shapes = jax.eval_shape(vmapped, *group_args(args, 0))
+
+        def full(i, shape):  # an output's buffer: its argument's, or zeros for all members
+            if i in in_place:
+                return args[in_place[i]]
+            widen = lambda s: (*s.shape[: out_axes[i]], num_members, *s.shape[out_axes[i] + 1 :])  # noqa: E731
+            return jax.tree.map(lambda s: jnp.zeros(widen(s), s.dtype), shape)
+
+        def put(axis, g):
+            return lambda full, part: jax.lax.dynamic_update_slice_in_dim(
+                full, part, g * group, axis
+            )
+
+        def body(g, outputs):
+            # An argument updated in place is read from the loop's buffer (group g's slice
+            # there is still its input): the loop holds one copy of it, not two.
+            current = list(args)
+            for i, j in in_place.items():
+                current[j] = outputs[i]
+            new = vmapped(*group_args(current, g))
+            return tuple(
+                jax.tree.map(put(axis, g), old, part)
+                for old, part, axis in zip(outputs, new, out_axes, strict=True)
+            )
+
+        outputs = tuple(full(i, shape) for i, shape in enumerate(shapes))
+        return jax.lax.fori_loop(0, num_members // group, body, outputs)
+
+    return run

@@ -50,6 +50,7 @@ from podracer.agents import init_train_state
 from podracer.agents import jax_episodes
 from podracer.agents import make_learn
 from podracer.agents import pmean_flat
+from podracer.agents import vmap_in_turns
 from podracer.agents.evaluation import per_env
 from podracer.anakin.plan import Plan
 from podracer.envs import JaxEnv
@@ -324,13 +325,9 @@ def make_chunk(agent: Agent, env: JaxEnv, plan: Plan):
         vmapped = chunk
     elif not 0 < plan.members_at_once < num_seeds:
         vmapped = jax.vmap(chunk, in_axes=(0, None, None, 0))
-    else:
-        # Members in turns (`lax.map` in groups: a scan over vmapped groups), so that only
-        # a group's temporaries are live; the group divides the members (no remainder,
-        # which lax.map would trace and compile a second time).
-        def vmapped(state, updates, row_ends, values):
-            one = lambda a: chunk(a[0], updates, row_ends, a[1])  # noqa: E731
-            return jax.lax.map(one, (state, values), batch_size=plan.members_at_once)
+    else:  # in turns: the state's slices updated in place, the metrics stacked
+        vmapped = vmap_in_turns(chunk, num_seeds, plan.members_at_once, in_axes=(0, None, None, 0),
+                                out_axes=(0, 0), in_place={0: 0})  # fmt: skip
 
     per_device = lambda state, updates, row_ends: vmapped(state, updates, row_ends, values)  # noqa: E731
 

@@ -161,8 +161,8 @@ class RunConfig:
         turns, so that a program's temporaries fit the device) is 0 (all) or divides
         `num_members` (`members_are`: what they are, for the error), or a one-line
         ConfigError; the runtime's `__post_init__` calls it once its members are known. A
-        divisor: a remainder would trace and compile a program twice (`lax.map`'s last,
-        smaller group)."""
+        divisor: a remainder would trace and compile a program twice (the last, smaller
+        group's; `podracer.agents.vmap_in_turns`)."""
         check_int(self, "members_at_once", minimum=0)
         members, at_once = self.num_members, self.members_at_once
         if at_once and members % at_once:  # also: more than all of them

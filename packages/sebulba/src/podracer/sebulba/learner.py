@@ -49,6 +49,7 @@ from podracer.agents import init_local_replays
 from podracer.agents import init_train_state
 from podracer.agents import make_learn
 from podracer.agents import pmean_flat
+from podracer.agents import vmap_in_turns
 from podracer.sebulba.actor import Actor
 from podracer.sebulba.actor import Rollout
 from podracer.sebulba.lifetime import Supervisor
@@ -124,12 +125,10 @@ def make_update(agent: Agent, mesh: Mesh, num_seeds: int = 1, members_at_once: i
     def members(state, trajectory, replay):  # the replay's member axis is its second
         if not 0 < members_at_once < num_seeds:
             return jax.vmap(learn, in_axes=(0, 0, 1), out_axes=(0, 0, 1))(state, trajectory, replay)
-        # In turns (`lax.map` in groups): only a group's temporaries are live at a time.
-        swap = lambda tree: jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), tree)  # noqa: E731
-        one = lambda a: learn(*a)  # noqa: E731
-        state, metrics, replay = jax.lax.map(one, (state, trajectory, swap(replay)),
-                                             batch_size=members_at_once)  # fmt: skip
-        return state, metrics, swap(replay)
+        # In turns: only a group's temporaries are live, state and replay updated in place
+        turns = vmap_in_turns(learn, num_seeds, members_at_once, in_axes=(0, 0, 1),
+                              out_axes=(0, 0, 1), in_place={0: 0, 2: 2})  # fmt: skip
+        return turns(state, trajectory, replay)
 
     def update(state: TrainState, trajectories: tuple, stop_votes: jax.Array, replay):
         if num_seeds == 1:
