@@ -8,7 +8,7 @@
 #                                              #   catch, purejaxrl, gym, ale, ale-pong,
 #                                              #   ale-breakout, muzero-minatar,
 #                                              #   muzero-sweep, muzero-fade(-late), muzero-deep,
-#                                              #   muzero-atari,
+#                                              #   muzero-soft, muzero-atari,
 #                                              #   ale-grid, muzero-envs, muzero-profile,
 #                                              #   muzero-crash, profile, search,
 #                                              #   ale-stall (TPU)
@@ -151,6 +151,15 @@ for part in $parts; do
       --preset minatar --num-seeds 3 --muzero.replay.updates-per-rollout 8 \
       --muzero.exploration-fade 0.5 --muzero.search.num-simulations 16 \
       --sweep muzero.search.value_scale=0.1,0.05 --total-env-steps 10000000 ;;
+  muzero-soft)  # How many seeds muzero-deep's breakout reaches (one of three at
+    # value_scale 0.05 left the plateau for ~68): 16 simulations, exploration faded by half
+    # the run, value_scale 0.05 and 0.025, 6 seeds each: 12 members in turns of 6, 8
+    # replay updates, 1e7 steps each, PONG_SECONDS a call, then --resume (~15 min).
+    resumable "$anakin" tpu-muzero-soft --env gymnax:Breakout-MinAtar --agent muzero \
+      --preset minatar --num-seeds 6 --members-at-once 6 \
+      --muzero.replay.updates-per-rollout 8 --muzero.exploration-fade 0.5 \
+      --muzero.search.num-simulations 16 --sweep muzero.search.value_scale=0.05,0.025 \
+      --total-env-steps 10000000 ;;
   muzero-atari)  # Issue 53's MuZero on Sebulba with Atari: ale:Breakout, the Nature CNN as
     # representation, 50 simulations a step, actors on the chip (3 threads x 64 envs, two
     # lanes); frames/s (4 per agent step) and the pipeline's stage times.
@@ -230,7 +239,7 @@ for part in $parts; do
     # 64 envs in two lanes, the grid's best; 300 s, as their 384 emulators build one at a time.
     run 300 $py benchmarks/sebulba_throughput.py --case ale-breakout --envs-per-thread 64 \
       --actor-threads 6 --async-envs --env-kwargs '{"num_threads": 2}' --total-env-steps 400000 ;;
-  *) echo "unknown part '$part' (allowed: anakin, throughput, muzero, sebulba, atari, pong, catch, purejaxrl, gym, ale, ale-pong, ale-breakout, ale-grid, muzero-minatar, muzero-sweep, muzero-acting, muzero-fade, muzero-fade-late, muzero-deep, muzero-atari, muzero-envs, muzero-compile, muzero-profile, muzero-crash, profile, search, ale-stall)" >&2; exit 2 ;;
+  *) echo "unknown part '$part' (allowed: anakin, throughput, muzero, sebulba, atari, pong, catch, purejaxrl, gym, ale, ale-pong, ale-breakout, ale-grid, muzero-minatar, muzero-sweep, muzero-acting, muzero-fade, muzero-fade-late, muzero-deep, muzero-soft, muzero-atari, muzero-envs, muzero-compile, muzero-profile, muzero-crash, profile, search, ale-stall)" >&2; exit 2 ;;
   esac
 done
 echo "log: $log"
