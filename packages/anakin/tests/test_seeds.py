@@ -375,6 +375,29 @@ def test_a_field_the_agent_reads_in_python_is_refused_before_compiling(tmp_path)
         sys.modules.pop("branchy_agent", None)
 
 
+def test_a_sweep_s_compile_figure_counts_the_trace_its_check_made_before_the_loop(
+    tmp_path, monkeypatch
+):
+    # A sweep's check traces and lowers the chunk in `build`; the first chunk call then
+    # only compiles. The summary's compile figure counts that trace, as without a sweep
+    # (on the chip a resumed sweep read 5.4 s where the same start without one read 15.8).
+    import time
+
+    import podracer.anakin.run as anakin_run
+
+    made = anakin_run.make_chunk
+
+    def slow_to_trace(*args, **kwargs):  # a chunk whose trace takes 3 s more
+        chunk = made(*args, **kwargs)
+        lower = chunk.lower
+        chunk.lower = lambda *a, **k: (time.sleep(3.0), lower(*a, **k))[1]
+        return chunk
+
+    monkeypatch.setattr(anakin_run, "make_chunk", slow_to_trace)
+    result = train(tiny(tmp_path, sweep=SWEEP[:1], total_env_steps=256, run_name="s"))
+    assert result.compile_seconds >= 3.0, result.compile_seconds
+
+
 # Builds a 3-seed PPO init (Flax's orthogonal initialisers are LAPACK QRs) and calls it
 # again and again, with XLA's default flags: vmapped over seeds it deadlocked XLA:CPU's
 # concurrency-optimized scheduler within a few calls (benchmarks/results/xla_cpu_deadlock.py).

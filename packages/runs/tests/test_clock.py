@@ -45,3 +45,24 @@ def test_rows_of_the_step_that_compiled_have_no_rate_when_the_compile_is_unmeasu
     clock.step_ended(300)
     assert clock.row(300, 100, 300)[0] == pytest.approx(100.0)
     assert clock.sps(300) == pytest.approx(100.0)
+
+
+@pytest.mark.parametrize("measured", [True, False])
+def test_work_staged_before_the_loop_is_part_of_the_compile_figure_not_of_sps(now, measured):
+    # Anakin's sweep check traces the chunk before the loop; the first call then only
+    # compiles. The compile figure counts both, as it would with no sweep.
+    now[0] = 1.0
+    clock = RunClock()
+    clock.staged(4.0)
+    clock.step_started()
+    now[0] = 10.0
+    if measured:
+        clock.compiled(9.0)  # the probe's own figure; unmeasured: the first step's 10 s less 1
+    now[0] = 11.0
+    clock.step_ended(100)
+    clock.step_started()
+    now[0] = 12.0
+    clock.step_ended(200)
+    sps, compile_seconds = clock.summary(200)
+    assert compile_seconds == pytest.approx(4.0 + 9.0)
+    assert sps == pytest.approx(100.0)

@@ -54,6 +54,10 @@ class Program(NamedTuple):
     abstract: RunnerState  # ShapeDtypeStructs with their shardings
     exploit: Any = None  # PBT's step: (state, key) -> (state, sources), or None
     plan: Plan | None = None  # what they were built for; the loop's calls and rows
+    # Seconds `build` already spent tracing and lowering the chunk (a sweep's check): the
+    # first chunk call then only compiles; the run's compile figure adds these
+    # (`RunClock.staged`), so that it counts the same stages with a sweep as without.
+    staged_seconds: float = 0.0
 
 
 def make_env(config: AnakinConfig):
@@ -126,8 +130,11 @@ def _program(env, agent, plan: Plan) -> Program:
     chunk = make_chunk(agent, env, plan)
     shardings = state_shardings(mesh, abstract, members)
     abstract = abstract_like(abstract, shardings)
+    staged = 0.0
     if plan.swept is not None:  # traced now, so that a field the agent cannot sweep fails here
+        start = time.perf_counter()
         chunk.lower(abstract)
+        staged = time.perf_counter() - start
         if evaluate is not None:
             keys = jax.ShapeDtypeStruct((members, 2), jnp.uint32)
             jax.eval_shape(evaluate, abstract.train.params, keys)
@@ -136,7 +143,7 @@ def _program(env, agent, plan: Plan) -> Program:
         # each swept value's range: the grid's (every member holds one of its points)
         bounds = {f: (float(min(v)), float(max(v))) for f, v in plan.swept.values.items()}
         exploit = make_exploit(mesh, members, plan.pbt_exploited, bounds)
-    return Program(init, chunk, evaluate, abstract, exploit, plan)
+    return Program(init, chunk, evaluate, abstract, exploit, plan, staged)
 
 
 def _unsweepable(config: AnakinConfig, env, agent, plan: Plan) -> str:
@@ -357,6 +364,7 @@ def train(
         else:
             state = restored.runtime._replace(train=restored.train)
         plan = program.plan  # from here the loop reads the plan, not the config
+        run.clock.staged(program.staged_seconds)
         run.begin(env.spec, f"compiling a chunk of {plan.updates_per_chunk} updates ...")
         rows, cap = _Rows(plan.num_members), None
         per_update = plan.steps_per_update

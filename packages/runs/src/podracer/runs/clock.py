@@ -5,7 +5,8 @@ One definition of each figure, used by the progress line, metrics.jsonl, the sum
 
 * SPS: env steps of this session per wall second, the compile left out. The compile is
   what the runtime measured and reported (`compiled`: Anakin's probe), else the whole
-  first loop step (Sebulba's first update waits for the first compile).
+  first loop step (Sebulba's first update waits for the first compile), plus what was
+  traced before the loop (`staged`: a sweep's check traces Anakin's chunk in advance).
 * A row's time: when its env steps were made, interpolated within the loop step that
   made them (from the step's start, or the end of a compile measured inside it, to its
   end), not when the row was written after the rows before it.
@@ -35,6 +36,7 @@ class RunClock:
         self._end = 0.0  # when the last loop step ended
         # (compile seconds, when it ended) as the runtime measured it (`compiled`).
         self._compiled: tuple[float, float] | None = None
+        self._staged = 0.0  # compile work done before the loop (`staged`)
         self._row_mark: tuple[float, int] | None = None  # (time, env steps) of the last row
 
     def restored(self, elapsed: float, env_steps: int) -> None:
@@ -51,6 +53,12 @@ class RunClock:
         run of one loop step gets a true SPS and compile time. Without it, the first loop
         step is the compile."""
         self._compiled = (float(compile_seconds), time.perf_counter())
+
+    def staged(self, seconds: float) -> None:
+        """The runtime traced or lowered its programs before the loop, in `seconds` (a
+        check that had to trace them): part of the compile figure, as it would be had the
+        first call traced them, though no loop step holds it."""
+        self._staged = float(seconds)
 
     def step_ended(self, env_steps: int) -> None:
         """The current loop step ended with `env_steps` env steps made in all."""
@@ -113,15 +121,16 @@ class RunClock:
     def summary(self, env_steps: int) -> tuple[float, float]:
         """`(SPS, compile seconds)` of the session at its end."""
         if self._compiled is not None:
-            return self.sps(env_steps, self._end), self._compiled[0]
+            return self.sps(env_steps, self._end), self._staged + self._compiled[0]
         if self._first_step is None:
-            return math.nan, 0.0
+            return math.nan, self._staged
         if len(self._durations) == 1:  # one step: nothing to tell the compile apart from
-            return (env_steps - self.restored_env_steps) / max(self._durations[0], 1e-9), 0.0
+            sps = (env_steps - self.restored_env_steps) / max(self._durations[0], 1e-9)
+            return sps, self._staged
         # The compile is the first step beyond a typical one: the median, as steps that
         # also evaluate or save would pull a mean up (to 0 compile on short runs).
         typical = float(np.median(self._durations[1:]))
-        return self.sps(env_steps, self._end), max(0.0, self._durations[0] - typical)
+        return self.sps(env_steps, self._end), self._staged + max(0.0, self._durations[0] - typical)
 
     def _compile_end(self) -> float:
         return -math.inf if self._compiled is None else self._compiled[1]
