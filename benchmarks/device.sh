@@ -8,7 +8,7 @@
 #                                              #   catch, purejaxrl, gym, ale, ale-pong,
 #                                              #   ale-breakout, muzero-minatar,
 #                                              #   muzero-sweep, muzero-fade(-late), muzero-deep,
-#                                              #   muzero-soft, muzero-atari,
+#                                              #   muzero-soft(er), muzero-atari,
 #                                              #   ale-grid, muzero-envs, muzero-profile,
 #                                              #   muzero-crash, profile, search,
 #                                              #   ale-stall (TPU)
@@ -161,6 +161,15 @@ for part in $parts; do
       --muzero.replay.updates-per-rollout 8 --muzero.exploration-fade 0.5 \
       --muzero.search.num-simulations 16 --sweep muzero.search.value_scale=0.05,0.025 \
       --sweep muzero.gamma=0.99,0.997 --total-env-steps 10000000 ;;
+  muzero-softer)  # muzero-soft's best point (value_scale 0.025, 50.3: 50.2 / 67.9 / 32.9)
+    # left behind the seeds whose prior collapsed once the exploration had faded to 0:
+    # some exploration to the end (exploration_final 0.1 / 0.25) x value_scale 0.025 /
+    # 0.0125, 3 seeds each: 12 members in turns of 6, ~15 min in three calls.
+    resumable "$anakin" tpu-muzero-softer --env gymnax:Breakout-MinAtar --agent muzero \
+      --preset minatar --num-seeds 3 --members-at-once 6 \
+      --muzero.replay.updates-per-rollout 8 --muzero.exploration-fade 0.5 \
+      --muzero.search.num-simulations 16 --sweep muzero.search.value_scale=0.025,0.0125 \
+      --sweep muzero.exploration_final=0.1,0.25 --total-env-steps 10000000 ;;
   muzero-atari)  # Issue 53's MuZero on Sebulba with Atari: ale:Breakout, the Nature CNN as
     # representation, 50 simulations a step, actors on the chip (3 threads x 64 envs, two
     # lanes); frames/s (4 per agent step) and the pipeline's stage times.
@@ -240,7 +249,7 @@ for part in $parts; do
     # 64 envs in two lanes, the grid's best; 300 s, as their 384 emulators build one at a time.
     run 300 $py benchmarks/sebulba_throughput.py --case ale-breakout --envs-per-thread 64 \
       --actor-threads 6 --async-envs --env-kwargs '{"num_threads": 2}' --total-env-steps 400000 ;;
-  *) echo "unknown part '$part' (allowed: anakin, throughput, muzero, sebulba, atari, pong, catch, purejaxrl, gym, ale, ale-pong, ale-breakout, ale-grid, muzero-minatar, muzero-sweep, muzero-acting, muzero-fade, muzero-fade-late, muzero-deep, muzero-soft, muzero-atari, muzero-envs, muzero-compile, muzero-profile, muzero-crash, profile, search, ale-stall)" >&2; exit 2 ;;
+  *) echo "unknown part '$part' (allowed: anakin, throughput, muzero, sebulba, atari, pong, catch, purejaxrl, gym, ale, ale-pong, ale-breakout, ale-grid, muzero-minatar, muzero-sweep, muzero-acting, muzero-fade, muzero-fade-late, muzero-deep, muzero-soft, muzero-softer, muzero-atari, muzero-envs, muzero-compile, muzero-profile, muzero-crash, profile, search, ale-stall)" >&2; exit 2 ;;
   esac
 done
 echo "log: $log"
