@@ -17,10 +17,10 @@ from podracer.agents import make_agent
 from podracer.agents import make_muzero
 from podracer.agents import novelty
 from podracer.agents.muzero import consistency_similarity
-from podracer.agents.muzero import exploration_left
 from podracer.agents.muzero import muzero_network
 from podracer.agents.muzero import n_step_returns
 from podracer.agents.muzero import unroll_targets
+from podracer.agents.muzero_acting import exploration_left
 from podracer.agents.muzero_networks import MuZeroNetwork
 from podracer.agents.muzero_networks import make_model
 from podracer.agents.muzero_networks import normalize_latent

@@ -76,3 +76,9 @@ class Hyperparams:
     def values(self) -> dict[str, Any]:
         """The swept values alone (paths relative to this view's config)."""
         return dict(self._hyper)
+
+
+def is_zero(value: Any) -> bool:
+    """A number that is the Python number 0 (not a member's swept array): the term it
+    weighs (a cost, a fade) is left out of the program."""
+    return isinstance(value, int | float) and value == 0

@@ -1,9 +1,8 @@
 """MuZero (Schrittwieser et al., 2020) with Gumbel search (Danihelka et al., 2022).
 
-Acting runs `podracer.search.search` on every step; `extras` carry the search policy
-`"policy"` `[B, A]` and the search value `"root_value"` `[B]`. Its exploration (random
-actions at `exploration_epsilon`, the search's noise) may fade over the run's updates
-(`exploration_fade`, to `exploration_final` of itself; `exploration_left`).
+Acting (`podracer.agents.muzero_acting`) runs `podracer.search.search` on every step;
+`extras` carry the search policy `"policy"` `[B, A]` and the search value `"root_value"`
+`[B]`, which this module learns from: the network, its targets and its loss.
 
 Learning, on trajectories `[T+1, B]`: by default sequences sampled from a replay of past
 rollouts (`replay`, see `podracer.agents.replay`; capacity 0 learns from each rollout
@@ -52,11 +51,8 @@ The defaults (`MuZeroConfig`) and how seed sweeps found them:
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
-from collections.abc import Mapping
-from typing import Any
 from typing import NamedTuple
 
 import chex
@@ -69,12 +65,13 @@ from podracer.agents import returns
 from podracer.agents.configs import MuZeroConfig
 from podracer.agents.hyper import Hyper
 from podracer.agents.hyper import Hyperparams
+from podracer.agents.hyper import is_zero
 from podracer.agents.learn import make_optimizer
 from podracer.agents.learn import sgd_update
+from podracer.agents.muzero_acting import acting
 from podracer.agents.muzero_networks import MuZeroNetwork
 from podracer.agents.muzero_networks import gaussian_prior
 from podracer.agents.muzero_networks import make_model
-from podracer.agents.muzero_networks import make_sampled_model
 from podracer.agents.muzero_networks import scale_gradient
 from podracer.agents.networks import resolve_torso
 from podracer.agents.normalization import frozen_statistics
@@ -82,17 +79,13 @@ from podracer.agents.policy import Gaussian
 from podracer.agents.policy import categorical_entropy
 from podracer.agents.policy import gaussian_entropy
 from podracer.agents.policy import gaussian_log_prob
-from podracer.agents.policy import tanh_squash
 from podracer.agents.types import Agent
 from podracer.agents.types import Trajectory
 from podracer.agents.types import masked_mean
 from podracer.envs import EnvSpec
 from podracer.search import MuZeroModel
-from podracer.search import SearchConfig
 from podracer.search import logits_to_scalar
-from podracer.search import sampled_search
 from podracer.search import scalar_to_probs
-from podracer.search import search
 
 
 def resolve_muzero_torso(kind: str, spec: EnvSpec) -> str:
@@ -201,11 +194,6 @@ def sampled_policy_cross_entropy(
     return -jnp.sum(weights * gaussian_log_prob(Gaussian(mean, log_std), samples), axis=-1)
 
 
-def _is_zero(cost) -> bool:
-    """A cost that is the Python number 0 (not a swept array): its term is left out."""
-    return isinstance(cost, int | float) and cost == 0
-
-
 def scaled_actions(spec: EnvSpec, action: chex.Array) -> chex.Array:
     """Env actions `[..., *action_shape]` in the box -> `[..., D]` in [-1, 1] (what the
     continuous dynamics takes: tanh of the pre-squash sample)."""
@@ -232,7 +220,7 @@ def muzero_network(
         reward_bins=config.reward_support.num_bins,
         latent_norm=config.latent_norm,
         # A swept cost is an array: the heads are built for every member then.
-        consistency=not _is_zero(hp.consistency_cost),
+        consistency=not is_zero(hp.consistency_cost),
     )
 
 
@@ -378,7 +366,7 @@ def muzero_loss(
     total = hp.value_cost * value_loss + hp.policy_cost * policy_loss + hp.reward_cost * reward_loss
     # Left out of the program at 0 (not multiplied by 0): a term of the same value still
     # changes XLA's fusions and the floating point of the run (muzero_tuning.md, Catch).
-    if not _is_zero(hp.entropy_cost):
+    if not is_zero(hp.entropy_cost):
         total = total - hp.entropy_cost * prior_entropy
     extra_metrics = {}
     if net.consistency:
@@ -410,159 +398,11 @@ def _smoothed(trajectory: Trajectory, hp: Hyperparams) -> Trajectory:
     """`trajectory` with its policy targets label-smoothed by `hp.policy_target_smoothing`
     (left out of the program at 0, as the entropy bonus)."""
     s = hp.policy_target_smoothing
-    if _is_zero(s):
+    if is_zero(s):
         return trajectory
     policy = trajectory.extras["policy"]
     smoothed = (1.0 - s) * policy + s / policy.shape[-1]
     return trajectory._replace(extras={**trajectory.extras, "policy": smoothed})
-
-
-# The search's own exploration, by policy: what acting's schedule lowers and the greedy
-# search turns off.
-_SEARCH_NOISE = {"gumbel": ("gumbel_scale",), "muzero": ("dirichlet_fraction", "temperature")}
-
-
-def exploration_left(hp: Hyperparams, step: Any, total_updates: int | None) -> chex.Array | None:
-    """The share of acting's exploration left at update `step`: 1 falling linearly to
-    `exploration_final` over the first `exploration_fade` of `total_updates`, then
-    constant; None where it stays 1 (no fade, or the run's length unknown). Written out
-    like `novelty.faded_weight`: a sweep traces `exploration_fade`."""
-    if _is_zero(hp.exploration_fade) or total_updates is None:
-        return None
-    fade = jnp.asarray(hp.exploration_fade, jnp.float32)
-    horizon = jnp.maximum(fade * total_updates, 1.0)
-    left = jnp.clip(1.0 - jnp.asarray(step, jnp.float32) / horizon, 0.0, 1.0)
-    final = jnp.asarray(hp.exploration_final, jnp.float32)
-    return jnp.where(fade > 0, final + (1.0 - final) * left, 1.0)
-
-
-def _exploration(config: MuZeroConfig, hp: Hyperparams, total_updates: int | None):
-    """`explore(step) -> (epsilon, swept search numbers)` of acting at update `step`: the
-    member's own, their noise scaled by `exploration_left`."""
-    swept = hp.search.values()
-    noise = _SEARCH_NOISE[config.search.policy]
-
-    def explore(step):
-        left = exploration_left(hp, step, total_updates)
-        if left is None:
-            return hp.exploration_epsilon, swept
-        scaled = {k: swept.get(k, getattr(config.search, k)) * left for k in noise}
-        return hp.exploration_epsilon * left, {**swept, **scaled}
-
-    return explore
-
-
-def _discrete_acting(
-    spec: EnvSpec, config: MuZeroConfig, hp: Hyperparams, model: MuZeroModel, greedy: _Greedy,
-    explore,
-):  # fmt: skip
-    """`(act, greedy_act)` of MuZero on discrete actions: the search's action, a uniformly
-    random one at `exploration_epsilon`; greedy: the search without its noise."""
-
-    def act(params, key, observation, step=0, core=None, first=None):
-        del core, first  # feed-forward
-        epsilon, swept = explore(step)
-        search_key, explore_key, action_key = jax.random.split(key, 3)
-        out = search(params, search_key, model, observation, config.search, swept=swept)
-        action = out.action
-        if not _is_zero(epsilon):
-            explore_draw = jax.random.uniform(explore_key, action.shape)
-            uniform = jax.random.randint(action_key, action.shape, 0, spec.num_actions, jnp.int32)
-            action = jnp.where(explore_draw < epsilon, uniform, action)
-        return action, {"policy": out.action_weights, "root_value": out.root_value}, ()
-
-    def greedy_act(params, observation, core=None, first=None):
-        del core, first  # feed-forward
-        # Deterministic search (no Gumbel noise / root noise): the key is unused.
-        key = jax.random.PRNGKey(0)
-        out = search(params, key, model, observation, greedy.config, swept=greedy.swept)
-        return out.action, ()
-
-    return act, greedy_act
-
-
-def _sampled_acting(
-    spec: EnvSpec, config: MuZeroConfig, hp: Hyperparams, net: MuZeroNetwork, greedy: _Greedy,
-    explore,
-):  # fmt: skip
-    """`(act, greedy_act)` of Sampled MuZero on a bounded box: the search over sampled
-    pre-squash actions u, the env given tanh(u) scaled into the box."""
-    low, high = spec.action_bounds()  # finite (EnvSpec checks)
-    sampled_model = make_sampled_model(net, config.value_support, config.reward_support, hp.gamma)
-    num_samples = config.num_action_samples
-
-    def to_env(u):  # [B, D] -> [B, *action_shape] in the box
-        return tanh_squash(u, low.reshape(-1), high.reshape(-1)).reshape(
-            u.shape[0], *spec.action_shape
-        )
-
-    def act(params, key, observation, step=0, core=None, first=None):
-        del core, first  # feed-forward
-        epsilon, swept = explore(step)
-        search_key, explore_key, action_key = jax.random.split(key, 3)
-        out = sampled_search(
-            params, search_key, sampled_model, observation, config.search, num_samples,
-            swept=swept,
-        )  # fmt: skip
-        action = to_env(out.action)
-        if not _is_zero(epsilon):
-            explore_draw = jax.random.uniform(explore_key, action.shape[:1])
-            explore_draw = explore_draw.reshape(-1, *[1] * len(spec.action_shape))
-            uniform = jax.random.uniform(
-                action_key, action.shape, minval=low[None], maxval=high[None]
-            )
-            action = jnp.where(explore_draw < epsilon, uniform, action)
-        extras = {
-            "policy": out.search.action_weights,
-            "root_value": out.search.root_value,
-            "sampled_actions": out.samples,
-        }
-        return action, extras, ()
-
-    def greedy_act(params, observation, core=None, first=None):
-        del core, first  # feed-forward
-        # Deterministic search from a fixed key; the root's first sample is the
-        # prior's mean (its mode), so the search can always settle on it.
-        key = jax.random.PRNGKey(0)
-        root_key, search_key = jax.random.split(key)
-        latent = sampled_model.representation(params, observation)
-        prior, _ = sampled_model.prediction(params, latent)
-        samples = sampled_model.sample(root_key, prior, num_samples)
-        samples = samples.at[:, 0].set(prior.mean)
-        out = sampled_search(
-            params, search_key, sampled_model, observation, greedy.config, num_samples,
-            root_samples=samples, swept=greedy.swept,
-        )  # fmt: skip
-        return to_env(out.action), ()
-
-    return act, greedy_act
-
-
-def _acting(
-    spec: EnvSpec, config: MuZeroConfig, hp: Hyperparams, net, model, total_updates: int | None
-):
-    """`(act, greedy_act)` for the env's actions: MuZero's search over discrete actions,
-    Sampled MuZero's over pre-squash Gaussian draws u in a box (the env gets tanh(u))."""
-    greedy = _greedy(config.search, hp.search.values())
-    explore = _exploration(config, hp, total_updates)
-    if spec.is_discrete:
-        return _discrete_acting(spec, config, hp, model, greedy, explore)
-    return _sampled_acting(spec, config, hp, net, greedy, explore)
-
-
-class _Greedy(NamedTuple):
-    """The evaluation search: its config and a member's swept numbers it keeps."""
-
-    config: SearchConfig
-    swept: dict[str, Any]
-
-
-def _greedy(search: SearchConfig, swept: Mapping[str, Any]) -> _Greedy:
-    """The search without its exploration: no Gumbel noise, or no root noise and the most
-    visited action, whatever a member explores with (its other swept numbers kept)."""
-    noise = dict.fromkeys(_SEARCH_NOISE[search.policy], 0.0)
-    kept = {k: v for k, v in swept.items() if k not in noise}
-    return _Greedy(dataclasses.replace(search, **noise), kept)
 
 
 def make_muzero(
@@ -578,11 +418,11 @@ def make_muzero(
     model = make_model(net, config.value_support, config.reward_support, hp.gamma)
     optimizer = make_optimizer(hp.learning_rate, config.max_grad_norm)
     # A swept weight is an array: the bonus's networks are built for every member then.
-    with_novelty = not _is_zero(hp.novelty_weight)
+    with_novelty = not is_zero(hp.novelty_weight)
     obs_ndim = len(spec.observation_shape)
     if with_novelty:
         optimizer = frozen_statistics(optimizer, novelty.FROZEN_KEYS)
-    act, greedy_act = _acting(spec, config, hp, net, model, total_updates)
+    act, greedy_act = acting(spec, config, hp, net, model, total_updates)
 
     def init(key):
         obs = jnp.zeros((1, *spec.observation_shape), spec.observation_dtype)
