@@ -81,7 +81,7 @@ def test_main_writes_pngs_of_the_expected_size_and_the_summary_csv(runs, tmp_pat
     assert float(a["seconds_to_target"]) == 40.0 and float(a["sps"]) == pytest.approx(10.0)
     assert float(b["final_mean"]) == 5.0 and b["final_mean_lo"] == "nan"  # one seed
     assert int(b["reached"]) == 0 and b["steps_to_target"] == "nan"
-    assert a["runs"] == "a0;a1;a2"
+    assert a["runs"] == "a0;a1;a2" and a["finals"] == "95;80;35"  # each seed's, in order
 
 
 def test_several_metrics_labels_and_iqm(runs, tmp_path, capsys):

@@ -351,7 +351,7 @@ CSV_FIELDS = (
     "final_mean", "final_mean_lo", "final_mean_hi",
     "final_iqm", "final_iqm_lo", "final_iqm_hi", "final_fraction",
     "target", "reached", "steps_to_target", "seconds_to_target",
-    "sps", "runs",
+    "sps", "runs", "finals",
 )  # fmt: skip
 
 
@@ -373,6 +373,7 @@ def _csv_row(s: Summary) -> dict[str, Any]:
         "seconds_to_target": "" if s.target is None else s.seconds_to_target,
         "sps": s.sps,
         "runs": ";".join(s.runs),
+        "finals": ";".join(f"{v:.6g}" for v in s.final),  # each run's, in the runs' order
     }
 
 
