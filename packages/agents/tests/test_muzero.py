@@ -556,9 +556,11 @@ def test_registered_as_muzero(vector_spec):
 @pytest.mark.slow
 def test_learns_catch_on_anakin():
     """MuZero's Catch preset (Gumbel search, 4 replay updates per rollout) at Anakin's
-    Catch layout; about 2 minutes on 2 CPU cores. Every seed tried (5 on the command
-    line, 3 more in a sweep) caught every ball greedily from 2e5 steps on; this budget is
-    1.5x that.
+    Catch layout; about 1-2 minutes on 2 CPU cores. Where the test was written every seed
+    tried (5 on the command line, 3 more in a sweep) caught every ball greedily from 2e5
+    steps on. On another 2-core machine (AMD EPYC, 2026-12-07; its floating point is
+    another draw of the same seeds) 5 seeds at once did so from 2.6-3.6e5 and seed 0 alone
+    from 4.6e5, when 3.1e5, this test's budget then, left it at 0.625. The budget is 6.1e5.
 
     Lives here for the agent's sake but needs podracer-anakin (skipped without it). The
     greedy return is that of the deterministic search after the last chunk, over 128
@@ -571,8 +573,8 @@ def test_learns_catch_on_anakin():
     config, _ = anakin.AnakinConfig.from_preset(
         "catch", "muzero",
         updates_per_chunk=100,
-        total_env_steps=307_200,
-        eval_interval=307_200,  # once, at the end
+        total_env_steps=614_400,
+        eval_interval=614_400,  # once, at the end
         eval_episodes=128,
         progress=False,
         tensorboard=False,
