@@ -32,6 +32,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from podracer.agents.hyper import is_zero
 from podracer.agents.networks import MLP
 from podracer.agents.networks import preprocess
 from podracer.agents.normalization import init_stats
@@ -73,7 +74,7 @@ _NET = NoveltyNet()
 def enabled(weight: Any) -> bool:
     """Whether a config's `novelty_weight` asks for the bonus: anything but the Python
     number 0 (a swept weight is an array: the bonus's networks are built for every member)."""
-    return not (isinstance(weight, int | float) and weight == 0)
+    return not is_zero(weight)
 
 
 def init_novelty(key: chex.PRNGKey, observation_shape: tuple[int, ...]) -> dict[str, Any]:

@@ -120,17 +120,22 @@ class RunClock:
 
     def summary(self, env_steps: int) -> tuple[float, float]:
         """`(SPS, compile seconds)` of the session at its end."""
+        sps, compiled = self._in_the_loop(env_steps)
+        return sps, self._staged + compiled
+
+    def _in_the_loop(self, env_steps: int) -> tuple[float, float]:
+        """`(SPS, compile seconds within the loop)`: the runtime's measure, else the
+        first loop step's excess over a typical one."""
         if self._compiled is not None:
-            return self.sps(env_steps, self._end), self._staged + self._compiled[0]
+            return self.sps(env_steps, self._end), self._compiled[0]
         if self._first_step is None:
-            return math.nan, self._staged
+            return math.nan, 0.0
         if len(self._durations) == 1:  # one step: nothing to tell the compile apart from
-            sps = (env_steps - self.restored_env_steps) / max(self._durations[0], 1e-9)
-            return sps, self._staged
+            return (env_steps - self.restored_env_steps) / max(self._durations[0], 1e-9), 0.0
         # The compile is the first step beyond a typical one: the median, as steps that
         # also evaluate or save would pull a mean up (to 0 compile on short runs).
         typical = float(np.median(self._durations[1:]))
-        return self.sps(env_steps, self._end), self._staged + max(0.0, self._durations[0] - typical)
+        return self.sps(env_steps, self._end), max(0.0, self._durations[0] - typical)
 
     def _compile_end(self) -> float:
         return -math.inf if self._compiled is None else self._compiled[1]
