@@ -16,9 +16,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from podracer.agents import MuZeroConfig
 from podracer.agents import Trajectory
 from podracer.envs import EnvSpec
 from podracer.envs import TimeStep
+from podracer.search import DiscreteSupport
+from podracer.search import SearchConfig
 
 # Tiny specs: flat float features that can truncate, and Atari-like uint8 frames.
 VECTOR_SPEC = EnvSpec("probe", (3,), "float32", 2, max_episode_steps=10)
@@ -109,6 +112,22 @@ def random_trajectory(
     return Trajectory(ts, action, {} if extras is None else extras)
 
 
+# MuZero at the size its unit tests need (the MuZero and Sampled MuZero files share it).
+MUZERO_SMALL = MuZeroConfig(
+    num_unroll_steps=3,
+    td_steps=3,
+    gamma=0.9,
+    search=SearchConfig(policy="muzero", num_simulations=4),
+    value_support=DiscreteSupport(-3.0, 3.0, 13, scaled=True),
+    reward_support=DiscreteSupport(-2.0, 2.0, 9, scaled=True),
+    torso_hidden_sizes=(8,),
+    latent_size=8,
+    hidden_sizes=(8,),
+    value_bootstrap="network",  # learnable targets (the default bootstraps fixed search values)
+    learning_rate=3e-3,  # fast enough for test_update_lowers_the_loss's 30 steps
+)
+
+
 # Test modules cannot import this file under --import-mode=importlib: fixtures hand out
 # the helpers instead.
 @pytest.fixture(scope="session")
@@ -119,6 +138,11 @@ def vector_spec() -> EnvSpec:
 @pytest.fixture(scope="session")
 def frames_spec() -> EnvSpec:
     return FRAMES_SPEC
+
+
+@pytest.fixture(scope="session")
+def muzero_small() -> MuZeroConfig:
+    return MUZERO_SMALL
 
 
 @pytest.fixture(scope="session", name="make_timestep")

@@ -1,4 +1,4 @@
-"""MuZero: n-step and unroll targets against plain loops, acting, gradients, config, learning."""
+"""MuZero: n-step and unroll targets against plain loops, the loss and its gradients, learning."""
 
 import dataclasses
 
@@ -8,7 +8,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from podracer.agents import Hyperparams
 from podracer.agents import MuZeroConfig
 from podracer.agents import Trajectory
 from podracer.agents import bootstrap_values
@@ -20,28 +19,12 @@ from podracer.agents.muzero import consistency_similarity
 from podracer.agents.muzero import muzero_network
 from podracer.agents.muzero import n_step_returns
 from podracer.agents.muzero import unroll_targets
-from podracer.agents.muzero_acting import exploration_left
 from podracer.agents.muzero_networks import MuZeroNetwork
 from podracer.agents.muzero_networks import make_model
 from podracer.agents.muzero_networks import normalize_latent
 from podracer.agents.muzero_networks import scale_gradient
 from podracer.envs import EnvSpec
-from podracer.search import DiscreteSupport
-from podracer.search import SearchConfig
 
-SMALL = MuZeroConfig(
-    num_unroll_steps=3,
-    td_steps=3,
-    gamma=0.9,
-    search=SearchConfig(policy="muzero", num_simulations=4),
-    value_support=DiscreteSupport(-3.0, 3.0, 13, scaled=True),
-    reward_support=DiscreteSupport(-2.0, 2.0, 9, scaled=True),
-    torso_hidden_sizes=(8,),
-    latent_size=8,
-    hidden_sizes=(8,),
-    value_bootstrap="network",  # learnable targets (the default bootstraps fixed search values)
-    learning_rate=3e-3,  # fast enough for test_update_lowers_the_loss's 30 steps
-)
 T, B, A = 8, 2, 2
 
 
@@ -184,8 +167,8 @@ def test_unroll_targets_by_hand(make_timestep):
 
 
 @pytest.fixture(scope="module")
-def agent(vector_spec):
-    return make_muzero(vector_spec, SMALL)
+def agent(muzero_small, vector_spec):
+    return make_muzero(vector_spec, muzero_small)
 
 
 @pytest.fixture(scope="module")
@@ -193,67 +176,13 @@ def params(agent):
     return agent.init(jax.random.key(1))
 
 
-@pytest.mark.parametrize("policy", ["muzero", "gumbel"])
-def test_act_returns_valid_actions_and_a_search_policy(vector_spec, params, policy):
-    config = dataclasses.replace(SMALL, search=SearchConfig(policy=policy, num_simulations=4))
-    agent = make_muzero(vector_spec, config)
-    obs = jnp.asarray(np.random.default_rng(3).normal(size=(16, 3)), jnp.float32)
-    action, extras, _ = jax.jit(agent.act)(params, jax.random.key(2), obs)
-    assert action.shape == (16,) and action.dtype == jnp.int32
-    assert np.all((action >= 0) & (action < A))
-    assert set(extras) == {"policy", "root_value"}
-    chex.assert_shape([extras["policy"], extras["root_value"]], [(16, A), (16,)])
-    np.testing.assert_allclose(np.sum(extras["policy"], -1), 1.0, rtol=1e-5)
-    greedy = agent.greedy_act(params, obs)[0]
-    np.testing.assert_array_equal(greedy, agent.greedy_act(params, obs)[0])
-    assert greedy.shape == (16,) and np.all((greedy >= 0) & (greedy < A))
-
-
-def test_exploration_fades_linearly_to_its_final_share(vector_spec):
-    config = dataclasses.replace(SMALL, exploration_fade=0.5, exploration_final=0.2)
-    hp = Hyperparams(config)
-    # 10 updates: the fade spans the first 5, from 1 to 0.2, then stays there
-    for step, want in [(0, 1.0), (2.5, 0.6), (5, 0.2), (9, 0.2), (2**30, 0.2)]:
-        np.testing.assert_allclose(exploration_left(hp, step, 10), want, rtol=1e-6)
-    assert exploration_left(Hyperparams(SMALL), 3, 10) is None  # no fade: left out
-    assert exploration_left(hp, 3, None) is None  # the run's length unknown
-
-
-@pytest.mark.parametrize("policy", ["muzero", "gumbel"])
-def test_faded_acting_is_the_greedy_search_past_the_fade(vector_spec, params, policy):
-    # Fading to nothing over the first half: from update 5 of 10 on, acting takes no
-    # random action and the search adds no noise whatever the key (Gumbel: the greedy
-    # search's action; PUCT: a most visited action, ties broken by the key), where at
-    # update 0 it still explores (epsilon 0.5: some of 64 actions are not those).
-    search = SearchConfig(policy=policy, num_simulations=4, dirichlet_fraction=0.5)
-    config = dataclasses.replace(
-        SMALL, search=search, exploration_epsilon=0.5, exploration_fade=0.5
-    )
-    agent = make_muzero(vector_spec, config, total_updates=10)
-    obs = jnp.asarray(np.random.default_rng(3).normal(size=(64, 3)), jnp.float32)
-    greedy = agent.greedy_act(params, obs)[0]
-    act = jax.jit(lambda key, step: agent.act(params, key, obs, step)[:2])
-
-    def is_greedy(action, extras):
-        if policy == "gumbel":
-            return np.all(action == greedy)
-        visits = extras["policy"]
-        chosen = np.take_along_axis(visits, action[:, None], axis=1)[:, 0]
-        return np.all(chosen == visits.max(axis=1))
-
-    for seed in range(3):
-        for step in (5, 7):
-            assert is_greedy(*act(jax.random.key(seed), step)), (seed, step)
-    assert not is_greedy(*act(jax.random.key(0), 0))
-
-
 @pytest.mark.parametrize("bootstrap", ["network", "search"])
 def test_value_targets_bootstrap_and_use_the_final_observation(
-    vector_spec, random_trajectory, ref, cheap_init, bootstrap
+    muzero_small, vector_spec, random_trajectory, ref, cheap_init, bootstrap
 ):
     import dataclasses
 
-    config = dataclasses.replace(SMALL, value_bootstrap=bootstrap)
+    config = dataclasses.replace(muzero_small, value_bootstrap=bootstrap)
     agent = make_muzero(vector_spec, config)
     params = cheap_init(agent.init, jax.random.key(0), scale=0.5)  # non-zero value head
     traj = random_trajectory(vector_spec, T, B, layout="jax")  # column 1 truncated at T
@@ -286,11 +215,11 @@ def test_value_targets_bootstrap_and_use_the_final_observation(
 
 @pytest.mark.parametrize("bootstrap", ["network", "search"])
 def test_priority_is_the_mean_value_error_of_each_sequence(
-    vector_spec, random_trajectory, ref, cheap_init, bootstrap
+    muzero_small, vector_spec, random_trajectory, ref, cheap_init, bootstrap
 ):
     import dataclasses
 
-    config = dataclasses.replace(SMALL, value_bootstrap=bootstrap)
+    config = dataclasses.replace(muzero_small, value_bootstrap=bootstrap)
     agent = make_muzero(vector_spec, config)
     params = cheap_init(agent.init, jax.random.key(1), scale=0.5)
     traj = random_trajectory(vector_spec, T, B, layout="jax")  # column 1 truncated at T
@@ -304,24 +233,26 @@ def test_priority_is_the_mean_value_error_of_each_sequence(
     )
     ts = traj.timestep
     net = MuZeroNetwork(A, "mlp", 1, 8, (8,), (8,), 13, 9)
-    model = make_model(net, SMALL.value_support, SMALL.reward_support, SMALL.gamma)
+    model = make_model(
+        net, muzero_small.value_support, muzero_small.reward_support, muzero_small.gamma
+    )
     value = lambda obs: np.asarray(
         model.prediction(params, model.representation(params, obs)).value
     )
     values = value(ts.observation)
     boot = np.asarray(traj.extras["root_value"]) if bootstrap == "search" else values
-    b = ref.bookkeeping(ts, boot, value(ts.final_observation[1:]), SMALL.gamma)
-    g = ref_n_step(b, SMALL.td_steps)
+    b = ref.bookkeeping(ts, boot, value(ts.final_observation[1:]), muzero_small.gamma)
+    g = ref_n_step(b, muzero_small.td_steps)
     mask = np.asarray(b["mask"], np.float64)
     expected = np.sum(np.abs(values[:-1] - g) * mask, 0) / np.maximum(mask.sum(0), 1.0)
     np.testing.assert_allclose(jax.jit(agent.priority)(params, traj), expected, rtol=1e-5)
 
 
-def test_consistency_loss_by_hand(vector_spec, make_timestep, ref, cheap_init):
+def test_consistency_loss_by_hand(muzero_small, vector_spec, make_timestep, ref, cheap_init):
     """EfficientZero's term, by a loop over (t, b, k): from each learnable position, unroll
     the actions taken while no episode has ended; -cos(predictor(projection(unrolled)),
     projection(represent(observation[t+k]))), averaged as the reward loss is."""
-    config = dataclasses.replace(SMALL, consistency_cost=2.0)
+    config = dataclasses.replace(muzero_small, consistency_cost=2.0)
     agent = make_muzero(vector_spec, config)
     params = cheap_init(agent.init, jax.random.key(0), scale=0.5)
     net = muzero_network(vector_spec, config)
@@ -329,7 +260,11 @@ def test_consistency_loss_by_hand(vector_spec, make_timestep, ref, cheap_init):
     total, metrics = jax.jit(agent.loss)(params, traj, jax.random.key(0))
     ts = traj.timestep
     b = ref.bookkeeping(ts, np.zeros((T + 1, B)), None, config.gamma)
-    obs, action, K = np.asarray(ts.observation), np.asarray(traj.action), SMALL.num_unroll_steps
+    obs, action, K = (
+        np.asarray(ts.observation),
+        np.asarray(traj.action),
+        muzero_small.num_unroll_steps,
+    )
 
     def call(method, *args):
         return jax.tree.map(np.asarray, net.apply(params, *args, method=method))
@@ -362,13 +297,13 @@ def test_consistency_loss_by_hand(vector_spec, make_timestep, ref, cheap_init):
     np.testing.assert_allclose(total - other, 2.0 * expected, rtol=1e-4, atol=1e-6)
     observed = jax.grad(
         lambda z: jnp.sum(consistency_similarity(net, params, jnp.ones_like(z), z))
-    )(jnp.ones((3, SMALL.latent_size)))
+    )(jnp.ones((3, muzero_small.latent_size)))
     np.testing.assert_array_equal(observed, 0.0)
 
 
-def test_consistency_heads_only_when_trained(vector_spec):
+def test_consistency_heads_only_when_trained(muzero_small, vector_spec):
     def has_heads(cost):
-        agent = make_muzero(vector_spec, dataclasses.replace(SMALL, consistency_cost=cost))
+        agent = make_muzero(vector_spec, dataclasses.replace(muzero_small, consistency_cost=cost))
         shapes = jax.eval_shape(agent.init, jax.random.key(0))
         return any(
             "projection" in jax.tree_util.keystr(p) for p, _ in jax.tree.leaves_with_path(shapes)
@@ -378,14 +313,14 @@ def test_consistency_heads_only_when_trained(vector_spec):
 
 
 def test_novelty_bonus_joins_the_rewards_and_trains_the_predictor_only(
-    vector_spec, make_timestep, ref
+    muzero_small, vector_spec, make_timestep, ref
 ):
     """With `novelty_weight`, the loss is MuZero's on the trajectory whose rewards carry
     the weight times each step's bonus, plus the predictor's error. An update merges the
     batch into the statistics first, then moves the predictor and the model, never the
     fixed network; the model's initialisation is the one without the bonus."""
-    config = dataclasses.replace(SMALL, novelty_weight=0.7)
-    agent, plain = make_muzero(vector_spec, config), make_muzero(vector_spec, SMALL)
+    config = dataclasses.replace(muzero_small, novelty_weight=0.7)
+    agent, plain = make_muzero(vector_spec, config), make_muzero(vector_spec, muzero_small)
     params = agent.init(jax.random.key(0))
     chex.assert_trees_all_equal(params["params"], plain.init(jax.random.key(0))["params"])
     traj = envpool_trajectory(make_timestep)  # column 0: a termination and a truncation
@@ -503,8 +438,8 @@ def test_scale_gradient_and_latent_normalisation():
     )
 
 
-def test_latent_norm_reaches_representation_and_dynamics(vector_spec, cheap_init):
-    config = dataclasses.replace(SMALL, latent_norm="layer_norm")
+def test_latent_norm_reaches_representation_and_dynamics(muzero_small, vector_spec, cheap_init):
+    config = dataclasses.replace(muzero_small, latent_norm="layer_norm")
     agent = make_muzero(vector_spec, config)
     params = cheap_init(agent.init, jax.random.key(0), scale=0.5)
     net = muzero_network(vector_spec, config)
@@ -548,9 +483,9 @@ def test_config_errors_name_the_field(kwargs, field):
         MuZeroConfig(**kwargs)
 
 
-def test_registered_as_muzero(vector_spec):
-    agent = make_agent("muzero", vector_spec, SMALL)
-    assert agent.name == "muzero" and agent.config is SMALL
+def test_registered_as_muzero(muzero_small, vector_spec):
+    agent = make_agent("muzero", vector_spec, muzero_small)
+    assert agent.name == "muzero" and agent.config is muzero_small
 
 
 @pytest.mark.slow
@@ -585,14 +520,14 @@ def test_learns_catch_on_anakin():
 
 
 def test_policy_target_smoothing_is_the_loss_on_a_smoothed_search_policy(
-    vector_spec, make_timestep
+    muzero_small, vector_spec, make_timestep
 ):
     # By hand: smoothing s is the plain loss on (1 - s) x the search's policy + s / A, for
     # the policy term only (the other terms and the logged search entropy unchanged).
     traj = envpool_trajectory(make_timestep)
     s = 0.3
-    smooth = make_muzero(vector_spec, dataclasses.replace(SMALL, policy_target_smoothing=s))
-    plain = make_muzero(vector_spec, SMALL)
+    smooth = make_muzero(vector_spec, dataclasses.replace(muzero_small, policy_target_smoothing=s))
+    plain = make_muzero(vector_spec, muzero_small)
     # Params away from their init, whose near-uniform prior makes any target cost log A.
     params = plain.init(jax.random.key(1))
     leaves, tree = jax.tree.flatten(params)

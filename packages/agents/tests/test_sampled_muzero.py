@@ -9,38 +9,27 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from podracer.agents import MuZeroConfig
 from podracer.agents import make_agent
 from podracer.agents import make_muzero
 from podracer.agents.muzero import sampled_policy_cross_entropy
 from podracer.agents.muzero import scaled_actions
 from podracer.agents.policy import tanh_squash
 from podracer.envs import EnvSpec
-from podracer.search import DiscreteSupport
 from podracer.search import SearchConfig
 
-# test_muzero.py's small discrete agent.
-SMALL = MuZeroConfig(
-    num_unroll_steps=3,
-    td_steps=3,
-    gamma=0.9,
-    search=SearchConfig(policy="muzero", num_simulations=4),
-    value_support=DiscreteSupport(-3.0, 3.0, 13, scaled=True),
-    reward_support=DiscreteSupport(-2.0, 2.0, 9, scaled=True),
-    torso_hidden_sizes=(8,),
-    latent_size=8,
-    hidden_sizes=(8,),
-    value_bootstrap="network",
-    learning_rate=3e-3,
-)
 T, B, A = 8, 2, 2
 
 BOX = EnvSpec("box", (3,), "float32", None, max_episode_steps=10, action_shape=(2,),
               action_low=(-1.0, -0.5), action_high=(1.0, 2.0))  # fmt: skip
 NUM_SAMPLES = 4
-SAMPLED = dataclasses.replace(
-    SMALL, num_action_samples=NUM_SAMPLES, search=SearchConfig(num_simulations=4)
-)
+
+
+@pytest.fixture(scope="module")
+def sampled(muzero_small):
+    """The small agent on a box: Sampled MuZero with NUM_SAMPLES actions a search."""
+    return dataclasses.replace(
+        muzero_small, num_action_samples=NUM_SAMPLES, search=SearchConfig(num_simulations=4)
+    )
 
 
 def sampled_trajectory(random_trajectory, vector_spec, seed=0):
@@ -81,8 +70,8 @@ def test_scaled_actions_invert_the_squash():
     )
 
 
-def test_sampled_act_returns_box_actions_and_its_samples():
-    agent = make_agent("muzero", BOX, SAMPLED)
+def test_sampled_act_returns_box_actions_and_its_samples(sampled):
+    agent = make_agent("muzero", BOX, sampled)
     params = agent.init(jax.random.key(0))
     obs = jnp.asarray(np.random.default_rng(3).normal(size=(16, 3)), jnp.float32)
     action, extras, _ = jax.device_get(jax.jit(agent.act)(params, jax.random.key(2), obs))
@@ -96,7 +85,7 @@ def test_sampled_act_returns_box_actions_and_its_samples():
     )
     np.testing.assert_allclose(np.sum(extras["policy"], -1), 1.0, rtol=1e-5)
     # Without exploration the action is the squash of one of the root's samples.
-    greedy_agent = make_agent("muzero", BOX, dataclasses.replace(SAMPLED, exploration_epsilon=0.0))
+    greedy_agent = make_agent("muzero", BOX, dataclasses.replace(sampled, exploration_epsilon=0.0))
     action, extras, _ = jax.device_get(jax.jit(greedy_agent.act)(params, jax.random.key(2), obs))
     squashed = np.asarray(tanh_squash(extras["sampled_actions"], low, high))  # [16, N, 2]
     assert np.all(np.min(np.abs(squashed - action[:, None]).max(-1), -1) < 1e-6)
@@ -106,10 +95,10 @@ def test_sampled_act_returns_box_actions_and_its_samples():
 
 
 @pytest.mark.slow
-def test_sampled_update_fits_the_sampled_policy_target(random_trajectory, vector_spec):
+def test_sampled_update_fits_the_sampled_policy_target(sampled, random_trajectory, vector_spec):
     """Updates on a fixed trajectory with box actions lower the loss and its policy part
     (the prior fitted to the weighted samples), with finite gradients."""
-    agent = make_agent("muzero", BOX, SAMPLED)
+    agent = make_agent("muzero", BOX, sampled)
     params = agent.init(jax.random.key(0))
     traj = sampled_trajectory(random_trajectory, vector_spec)
     (first, first_metrics), grads = jax.jit(jax.value_and_grad(agent.loss, has_aux=True))(
@@ -128,11 +117,11 @@ def test_sampled_update_fits_the_sampled_policy_target(random_trajectory, vector
 
 @pytest.mark.slow
 @pytest.mark.parametrize("spec", ["discrete", "box"])
-def test_reports_the_prior_entropy(spec, vector_spec, random_trajectory):
+def test_reports_the_prior_entropy(muzero_small, sampled, spec, vector_spec, random_trajectory):
     """The prior's entropy at observed states: the categorical's, or the Gaussian's (sum
     of log-std + (1 + log 2 pi) / 2 over dims); `entropy_cost` times it comes off the
     loss, and its gradient raises the entropy."""
-    env_spec, config = (vector_spec, SMALL) if spec == "discrete" else (BOX, SAMPLED)
+    env_spec, config = (vector_spec, muzero_small) if spec == "discrete" else (BOX, sampled)
     if spec == "discrete":
         traj = random_trajectory(vector_spec, T, B, extras=discrete_search_extras())
     else:
@@ -165,7 +154,7 @@ def test_reports_the_prior_entropy(spec, vector_spec, random_trajectory):
 
 
 def discrete_search_extras(seed=0):
-    """The acting search's extras of the discrete `SMALL` agent, random."""
+    """The acting search's extras of the discrete `muzero_small` agent, random."""
     rng = np.random.default_rng(seed)
     policy = rng.uniform(0.1, 1.0, size=(T + 1, B, A))
     return {
