@@ -181,6 +181,18 @@ for part in $parts; do
       --muzero.exploration-final 0.25 --muzero.search.num-simulations 16 \
       --sweep muzero.search.value_scale=0.025,0.0125 \
       --sweep muzero.policy_target_smoothing=0.05,0.1 --total-env-steps 10000000 ;;
+  muzero-smooth-sps)  # What muzero-smooth's settings cost as the minatar preset would run
+    # them (3 seeds, no sweep): SPS and compile at 64 and 256 envs a seed (the preset's
+    # 64 ran 198k over 3, its 256 528k; issue 53's target 100k over 3), 60 s each.
+    for n in 64 256; do
+      run 200 $py benchmarks/compile_stages.py anakin --env gymnax:Breakout-MinAtar \
+        --agent muzero --preset minatar --num-seeds 3 --num-envs $n \
+        --muzero.replay.updates-per-rollout 8 --muzero.exploration-fade 0.5 \
+        --muzero.exploration-final 0.25 --muzero.search.num-simulations 16 \
+        --muzero.search.value-scale 0.0125 --muzero.policy-target-smoothing 0.1 \
+        --total-env-steps 10000000 --max-wall-seconds 60 --run-name device-muzero-smooth-$n \
+        --no-progress
+    done ;;
   muzero-atari)  # Issue 53's MuZero on Sebulba with Atari: ale:Breakout, the Nature CNN as
     # representation, 50 simulations a step, actors on the chip (3 threads x 64 envs, two
     # lanes); frames/s (4 per agent step) and the pipeline's stage times.
@@ -260,7 +272,7 @@ for part in $parts; do
     # 64 envs in two lanes, the grid's best; 300 s, as their 384 emulators build one at a time.
     run 300 $py benchmarks/sebulba_throughput.py --case ale-breakout --envs-per-thread 64 \
       --actor-threads 6 --async-envs --env-kwargs '{"num_threads": 2}' --total-env-steps 400000 ;;
-  *) echo "unknown part '$part' (allowed: anakin, throughput, muzero, sebulba, atari, pong, catch, purejaxrl, gym, ale, ale-pong, ale-breakout, ale-grid, muzero-minatar, muzero-sweep, muzero-acting, muzero-fade, muzero-fade-late, muzero-deep, muzero-soft, muzero-softer, muzero-smooth, muzero-atari, muzero-envs, muzero-compile, muzero-profile, muzero-crash, profile, search, ale-stall)" >&2; exit 2 ;;
+  *) echo "unknown part '$part' (allowed: anakin, throughput, muzero, sebulba, atari, pong, catch, purejaxrl, gym, ale, ale-pong, ale-breakout, ale-grid, muzero-minatar, muzero-sweep, muzero-acting, muzero-fade, muzero-fade-late, muzero-deep, muzero-soft, muzero-softer, muzero-smooth, muzero-smooth-sps, muzero-atari, muzero-envs, muzero-compile, muzero-profile, muzero-crash, profile, search, ale-stall)" >&2; exit 2 ;;
   esac
 done
 echo "log: $log"
