@@ -41,7 +41,7 @@ def test_act_returns_valid_actions_and_a_search_policy(muzero_small, vector_spec
     assert greedy.shape == (16,) and np.all((greedy >= 0) & (greedy < A))
 
 
-def test_exploration_fades_linearly_to_its_final_share(muzero_small, vector_spec):
+def test_exploration_fades_linearly_to_its_final_share(muzero_small):
     config = dataclasses.replace(muzero_small, exploration_fade=0.5, exploration_final=0.2)
     hp = Hyperparams(config)
     # 10 updates: the fade spans the first 5, from 1 to 0.2, then stays there
