@@ -156,10 +156,15 @@ register_preset("impala", "minatar", Preset(
 ))  # fmt: skip
 register_preset("muzero", "minatar", Preset(
     MuZeroConfig(torso="minatar_cnn", latent_norm="layer_norm", learning_rate=3e-3,
-                 exploration_epsilon=0.02,
-                 replay=dataclasses.replace(MuZeroConfig().replay, updates_per_rollout=4)),
-    "the MinAtar CNN as representation, its latent layer-normalised, 64 envs x 16 steps, 4 "
-    "replay updates per rollout, lr 3e-3, 2% random actions",
+                 exploration_epsilon=0.02, exploration_fade=0.5, exploration_final=0.25,
+                 policy_target_smoothing=0.1,
+                 search=dataclasses.replace(MuZeroConfig().search, num_simulations=16,
+                                            value_scale=0.0125),
+                 replay=dataclasses.replace(MuZeroConfig().replay, updates_per_rollout=8)),
+    "the MinAtar CNN as representation, its latent layer-normalised, 64 envs x 16 steps, 16 "
+    "simulations with a soft policy target (value_scale 0.0125, smoothed 0.1 with uniform), "
+    "8 replay updates per rollout, lr 3e-3, exploration (2% random actions) fading to a "
+    "quarter over half the run",
 ))  # fmt: skip
 register_preset("impala", "atari", Preset(
     ImpalaConfig(torso="nature_cnn", learning_rate=6e-4, entropy_cost=0.01, max_grad_norm=40.0),
