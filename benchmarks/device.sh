@@ -218,7 +218,8 @@ for part in $parts; do
       --agent muzero --preset minatar --num-seeds 3 --total-env-steps 10000000 \
       --max-wall-seconds 75 --run-name device-muzero-compile --no-progress
     run 120 $py benchmarks/compile_stages.py anakin --resume --run-name device-muzero-compile \
-      --max-wall-seconds 25 --no-progress ;;
+      --max-wall-seconds 25 --no-progress
+    ls -lS "$JAX_COMPILATION_CACHE_DIR" | head -8 | tee -a "$log" ;;  # the entries a resume reads, by size
   profile)  # Where the chip's time goes: the ops by self time of Catch's chunk at 32k envs
     # and of PPO's Breakout-MinAtar preset chunk at 64 envs (traces and HLO in a temp dir).
     tmp=$(mktemp -d)
