@@ -167,6 +167,72 @@ def test_a_run_of_one_chunk_reports_its_compile_and_leaves_it_out_of_sps(tmp_pat
     assert plotted == pytest.approx(result.sps, rel=0.1)
 
 
+def test_the_chunk_compiles_once_beside_the_init_before_the_loop(tmp_path, monkeypatch):
+    # `ChunkAhead` compiles the chunk from the abstract state on a second thread while the
+    # init compiles and runs; the loop's calls must then find that program, not make
+    # another (the state the init makes carries the abstract state's types and layouts).
+    import jax.monitoring
+
+    events = []
+    listen = lambda event, _, **kw: events.append((event, kw.get("fun_name")))  # noqa: E731
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    threads = []
+    started = anakin_run.ChunkAhead.__init__
+
+    def spy(self, program):
+        started(self, program)
+        threads.append(self._thread)
+
+    monkeypatch.setattr(anakin_run.ChunkAhead, "__init__", spy)
+    try:
+        result = train(dataclasses.replace(TINY, runs_root=str(tmp_path), updates_per_chunk=2))
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    assert result.steps > 1 and len(threads) == 1 and not threads[0].is_alive()
+    traced = [e for e in events if e == ("/jax/core/compile/jaxpr_trace_duration", "traced")]
+    compiled = [e for e in events
+                if e == ("/jax/core/compile/backend_compile_duration", "jit(traced)")]  # fmt: skip
+    assert len(traced) == 1 and len(compiled) == 1, events
+    assert result.compile_seconds > 0.1, result.compile_seconds
+
+
+def test_an_error_making_the_state_waits_for_the_chunk_s_compile(tmp_path, monkeypatch):
+    # The process must not exit under XLA: the compile thread ends first; the error is
+    # raised as it was. The compile's own error is raised in the loop's first step.
+    threads = []
+    started = anakin_run.ChunkAhead.__init__
+
+    def spy(self, program):
+        started(self, program)
+        threads.append(self._thread)
+
+    def broken(*_):
+        raise RuntimeError("the init-from run's params do not fit")
+
+    monkeypatch.setattr(anakin_run.ChunkAhead, "__init__", spy)
+    monkeypatch.setattr(anakin_run.Run, "warm_start", broken)
+    with pytest.raises(RuntimeError, match="do not fit"):
+        train(dataclasses.replace(TINY, runs_root=str(tmp_path), run_name="a"))
+    assert len(threads) == 1 and not threads[0].is_alive()
+
+    monkeypatch.undo()
+    made = anakin_run.make_chunk
+
+    def failing_compile(*args, **kwargs):
+        chunk = made(*args, **kwargs)
+
+        class Lowered:
+            def compile(self):
+                raise RuntimeError("RESOURCE_EXHAUSTED: 9 TiB")
+
+        chunk.lower = lambda *a, **k: Lowered()
+        return chunk
+
+    monkeypatch.setattr(anakin_run, "make_chunk", failing_compile)
+    with pytest.raises(RuntimeError, match="RESOURCE_EXHAUSTED"):
+        train(dataclasses.replace(TINY, runs_root=str(tmp_path), run_name="b"))
+
+
 @pytest.mark.slow
 def test_replay_fills_wraps_and_learns_from_samples():
     env = make("catch")

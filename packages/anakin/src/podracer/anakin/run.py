@@ -7,11 +7,13 @@ checkpoint's shared `train` item, the rest its `runtime` item.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -174,6 +176,52 @@ def _copy(state: Any) -> Any:
     programs that small)."""
     shardings = jax.tree.map(lambda x: x.sharding, state)
     return jax.jit(lambda s: jax.tree.map(jnp.copy, s), out_shardings=shardings)(state)
+
+
+class ChunkAhead:
+    """The chunk traced and lowered here, from the program's abstract state, then its XLA
+    compile on a second thread while this one makes the run's state. A first start's
+    init is a program of its own (MuZero's MinAtar init: 12 s of XLA on a TPU); XLA
+    compiles without Python's lock, so with both traced first the two compiles run side
+    by side instead of one after the other, and neither trace waits for the lock. The
+    loop's first call finds the chunk compiled (JAX keeps the trace, the lowering and the
+    executable in memory); `seconds()` waits for it and gives its trace, lowering and
+    compile seconds, which the run's compile figure counts.
+
+    As a context manager around the state's making: an error there waits for the
+    compile to end (XLA cannot stop part way, and the process must not exit under it)
+    and is raised as it was; the compile's own error is raised by `seconds()`, in the
+    loop's first step, where the chunk's first call would have raised it."""
+
+    def __init__(self, program: Program) -> None:
+        start = time.perf_counter()
+        lowered = program.chunk.lower(program.abstract)
+        self._seconds, self._error = time.perf_counter() - start, None
+        self._thread = threading.Thread(
+            target=self._compile, args=(lowered,), name="anakin-compile", daemon=True
+        )
+        self._thread.start()
+
+    def _compile(self, lowered: Any) -> None:
+        start = time.perf_counter()
+        try:
+            lowered.compile()
+        except BaseException as e:  # noqa: BLE001 - raised again in the main thread
+            self._error = e
+        self._seconds += time.perf_counter() - start
+
+    def seconds(self) -> float:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._seconds
+
+    def __enter__(self) -> ChunkAhead:
+        return self
+
+    def __exit__(self, kind, *_) -> None:
+        if kind is not None:
+            self._thread.join()
 
 
 def call_cap(program: Program, state: Any, run: Run) -> int:
@@ -359,13 +407,17 @@ def train(
         runtime_target = program.abstract._replace(train=None)
         restored = run.restore(env.spec, program.abstract.train, runtime_target)
         if restored is None:
-            state = program.init(member_keys(config))
-            state = state._replace(train=run.warm_start(env.spec, state.train))
-        else:
-            state = restored.runtime._replace(train=restored.train)
-        plan = program.plan  # from here the loop reads the plan, not the config
-        run.clock.staged(program.staged_seconds)
-        run.begin(env.spec, f"compiling a chunk of {plan.updates_per_chunk} updates ...")
+            keys = member_keys(config)
+            init = program.init.trace(keys)  # Python: holds the lock, as the chunk's trace
+        ahead = ChunkAhead(program) if run.env_steps < run.total_env_steps else None
+        with ahead or contextlib.nullcontext():
+            if restored is None:
+                state = init.lower().compile()(keys)  # beside the chunk's compile
+                state = state._replace(train=run.warm_start(env.spec, state.train))
+            else:
+                state = restored.runtime._replace(train=restored.train)
+            plan = program.plan  # from here the loop reads the plan, not the config
+            run.begin(env.spec, f"compiling a chunk of {plan.updates_per_chunk} updates ...")
         rows, cap = _Rows(plan.num_members), None
         per_update = plan.steps_per_update
         eval_keys = member_keys(config, offset=1)
@@ -374,7 +426,8 @@ def train(
             names = {f: f"{PREFIX}{config.grid.group}.{f}" for f in config.grid.fields}
             lineage = Lineage(run, plan, state, names, jax.random.PRNGKey(config.seed))
         while run.running():
-            if cap is None:  # in the first loop step, which compiles
+            if cap is None:  # in the first loop step, which waits for the compile
+                run.clock.staged(program.staged_seconds + ahead.seconds())
                 cap = call_cap(program, state, run)
             done = run.env_steps // per_update
             updates, ends = next_call(plan, cap, done)
