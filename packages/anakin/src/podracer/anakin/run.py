@@ -220,7 +220,10 @@ class ChunkAhead:
         return self
 
     def __exit__(self, kind, *_) -> None:
-        if kind is not None:
+        if kind is not None and self._thread.is_alive():
+            # A stop signal before the loop, or an error: said now, not after the wait.
+            print("anakin: exiting once XLA has compiled the chunk (it cannot stop part "
+                  "way; a second signal exits at once)", file=sys.stderr, flush=True)  # fmt: skip
             self._thread.join()
 
 
