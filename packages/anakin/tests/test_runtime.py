@@ -167,7 +167,21 @@ def test_a_run_of_one_chunk_reports_its_compile_and_leaves_it_out_of_sps(tmp_pat
     assert plotted == pytest.approx(result.sps, rel=0.1)
 
 
-def test_the_chunk_compiles_once_beside_the_init_before_the_loop(tmp_path, monkeypatch):
+@pytest.fixture
+def compile_threads(monkeypatch):
+    """The compile threads `ChunkAhead` starts, as they start."""
+    threads = []
+    started = anakin_run.ChunkAhead.__init__
+
+    def spy(self, program):
+        started(self, program)
+        threads.append(self._thread)
+
+    monkeypatch.setattr(anakin_run.ChunkAhead, "__init__", spy)
+    return threads
+
+
+def test_the_chunk_compiles_once_beside_the_init_before_the_loop(tmp_path, compile_threads):
     # `ChunkAhead` compiles the chunk from the abstract state on a second thread while the
     # init compiles and runs; the loop's calls must then find that program, not make
     # another (the state the init makes carries the abstract state's types and layouts).
@@ -176,19 +190,12 @@ def test_the_chunk_compiles_once_beside_the_init_before_the_loop(tmp_path, monke
     events = []
     listen = lambda event, _, **kw: events.append((event, kw.get("fun_name")))  # noqa: E731
     jax.monitoring.register_event_duration_secs_listener(listen)
-    threads = []
-    started = anakin_run.ChunkAhead.__init__
-
-    def spy(self, program):
-        started(self, program)
-        threads.append(self._thread)
-
-    monkeypatch.setattr(anakin_run.ChunkAhead, "__init__", spy)
     try:
         result = train(dataclasses.replace(TINY, runs_root=str(tmp_path), updates_per_chunk=2))
     finally:
         jax.monitoring.unregister_event_duration_listener(listen)
-    assert result.steps > 1 and len(threads) == 1 and not threads[0].is_alive()
+    assert result.steps > 1 and len(compile_threads) == 1
+    assert not compile_threads[0].is_alive()
     traced = [e for e in events if e == ("/jax/core/compile/jaxpr_trace_duration", "traced")]
     compiled = [e for e in events
                 if e == ("/jax/core/compile/backend_compile_duration", "jit(traced)")]  # fmt: skip
@@ -196,24 +203,18 @@ def test_the_chunk_compiles_once_beside_the_init_before_the_loop(tmp_path, monke
     assert result.compile_seconds > 0.1, result.compile_seconds
 
 
-def test_an_error_making_the_state_waits_for_the_chunk_s_compile(tmp_path, monkeypatch):
+def test_an_error_making_the_state_waits_for_the_chunk_s_compile(
+    tmp_path, monkeypatch, compile_threads
+):
     # The process must not exit under XLA: the compile thread ends first; the error is
     # raised as it was. The compile's own error is raised in the loop's first step.
-    threads = []
-    started = anakin_run.ChunkAhead.__init__
-
-    def spy(self, program):
-        started(self, program)
-        threads.append(self._thread)
-
     def broken(*_):
         raise RuntimeError("the init-from run's params do not fit")
 
-    monkeypatch.setattr(anakin_run.ChunkAhead, "__init__", spy)
     monkeypatch.setattr(anakin_run.Run, "warm_start", broken)
     with pytest.raises(RuntimeError, match="do not fit"):
         train(dataclasses.replace(TINY, runs_root=str(tmp_path), run_name="a"))
-    assert len(threads) == 1 and not threads[0].is_alive()
+    assert len(compile_threads) == 1 and not compile_threads[0].is_alive()
 
     monkeypatch.undo()
     made = anakin_run.make_chunk
