@@ -231,16 +231,17 @@ def call_cap(program: Program, state: Any, run: Run) -> int:
     """The most updates one compiled call may make: the whole chunk, unless the chunk
     would take longer than the plan's `call_seconds`; then chunks run as several calls,
     each a loop step (stop votes, logging and checkpoints between them), and one line
-    says so. Measured on a copy of the state (compiling the chunk, then timing one
-    update), so the run itself is untouched; processes agree on the slowest one's
-    figure, as every call is collective. The same probe tells `run` the compile time (the
-    first call's time beyond the second's), so SPS leaves it out even when the whole run
-    is one chunk."""
+    says so. Measured on a copy of the state (one update timed, after a first one that
+    pays what is left of the start: the copy's compile, the executable's first load), so
+    the run itself is untouched; processes agree on the slowest one's figure, as every
+    call is collective. The same probe tells `run` that remainder (the first call's time
+    beyond the second's), which the compile figure adds to `ChunkAhead`'s, so SPS leaves
+    both out even when the whole run is one chunk."""
     plan = program.plan
     if plan.updates_per_chunk == 1:
         return 1
     start = time.perf_counter()
-    probe, _ = program.chunk(_copy(state), 1)  # compiles
+    probe, _ = program.chunk(_copy(state), 1)  # the chunk compiled ahead; the copy compiles
     block(probe)
     middle = time.perf_counter()
     block(program.chunk(probe, 1))
