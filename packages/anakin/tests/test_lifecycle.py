@@ -144,7 +144,13 @@ def test_a_signal_during_start_up_is_one_line_and_writes_nothing(tmp_path, name)
     child.send_signal(getattr(signal, name))
     _, err = child.communicate(timeout=120)
     assert child.returncode == 128 + getattr(signal, name), err[-3000:]
-    assert err.strip() == f"{name} before training began: stopped, nothing was written"
+    # One line, as the signal came; it says so when the chunk's compile, on its own
+    # thread, was still running (the exit waits for it).
+    assert err.strip() in (
+        f"{name} before training began: stopped, nothing was written",
+        f"{name} before training began: nothing was written; exiting once XLA has compiled "
+        "the chunk (again to exit at once)",
+    ), err
     assert not (tmp_path / "early").exists() and os.listdir(tmp_path) == []
 
 

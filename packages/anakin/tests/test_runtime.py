@@ -173,8 +173,8 @@ def compile_threads(monkeypatch):
     threads = []
     started = anakin_run.ChunkAhead.__init__
 
-    def spy(self, program):
-        started(self, program)
+    def spy(self, program, run):
+        started(self, program, run)
         threads.append(self._thread)
 
     monkeypatch.setattr(anakin_run.ChunkAhead, "__init__", spy)

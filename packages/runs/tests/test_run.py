@@ -274,6 +274,39 @@ def test_a_second_signal_exits_at_once(tmp_path):
     assert "second SIGTERM: exiting now" in child.stderr and "Traceback" not in child.stderr
 
 
+STARTING = """
+import os, signal, sys
+from podracer.runs import Run, RunConfig, signals
+signals.install()  # as a command line's first act
+config = RunConfig(runs_root=sys.argv[1], run_name="toy", progress=False, tensorboard=False)
+compiling = [sys.argv[2]]
+with Run.open(config, "toy") as run:
+    run.waiting(lambda: compiling[0] or None)
+    os.kill(os.getpid(), signal.SIGTERM)  # handled by the next bytecode
+    compiling[0] = None  # the work ended after the line was printed
+    try:
+        run.begin(None, "compiling ...")
+    except signals.Interrupted as e:
+        print("INTERRUPTED", e.signum)
+"""
+
+
+@pytest.mark.parametrize("waiting", ["", "XLA has compiled the chunk"])
+def test_a_start_up_signal_is_one_line_that_says_what_the_exit_waits_for(tmp_path, waiting):
+    # A runtime compiling on another thread (Anakin's `ChunkAhead`) cannot exit before XLA
+    # ends; the signal's own line says so, and nothing is written.
+    child = subprocess.run([sys.executable, "-c", STARTING, str(tmp_path), waiting],
+                           capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert child.stdout.split() == ["INTERRUPTED", str(int(signal.SIGTERM))], child.stderr
+    (line,) = child.stderr.strip().splitlines()
+    if waiting:
+        assert line == ("SIGTERM before training began: nothing was written; exiting once "
+                        "XLA has compiled the chunk (again to exit at once)")  # fmt: skip
+    else:
+        assert line == "SIGTERM before training began: stopped, nothing was written"
+    assert os.listdir(tmp_path) == []
+
+
 def test_a_run_is_held_by_one_process_at_a_time(tmp_path, toy_train):
     from podracer.runs import Run
 

@@ -44,6 +44,7 @@ from podracer.runs import RunResult
 from podracer.runs import abstract_like
 from podracer.runs import block
 from podracer.runs import read_jsonl
+from podracer.runs.signals import Interrupted
 from podracer.runs.sweep import PREFIX
 
 
@@ -191,16 +192,23 @@ class ChunkAhead:
     As a context manager around the state's making: an error there waits for the
     compile to end (XLA cannot stop part way, and the process must not exit under it)
     and is raised as it was; the compile's own error is raised by `seconds()`, in the
-    loop's first step, where the chunk's first call would have raised it."""
+    loop's first step, where the chunk's first call would have raised it. A stop signal
+    meanwhile says in its one line that the process exits once the compile has ended."""
 
-    def __init__(self, program: Program) -> None:
+    def __init__(self, program: Program, run: Run) -> None:
         start = time.perf_counter()
         lowered = program.chunk.lower(program.abstract)
         self._seconds, self._error = time.perf_counter() - start, None
         self._thread = threading.Thread(
             target=self._compile, args=(lowered,), name="anakin-compile", daemon=True
         )
+        self._compiled = False
+        run.waiting(self._compiling)
+        run.stop_if_requested()  # a signal during the trace: no compile to wait for
         self._thread.start()
+
+    def _compiling(self) -> str | None:
+        return None if self._compiled else "XLA has compiled the chunk"
 
     def _compile(self, lowered: Any) -> None:
         start = time.perf_counter()
@@ -209,6 +217,7 @@ class ChunkAhead:
         except BaseException as e:  # noqa: BLE001 - raised again in the main thread
             self._error = e
         self._seconds += time.perf_counter() - start
+        self._compiled = True
 
     def seconds(self) -> float:
         self._thread.join()
@@ -221,9 +230,11 @@ class ChunkAhead:
 
     def __exit__(self, kind, *_) -> None:
         if kind is not None and self._thread.is_alive():
-            # A stop signal before the loop, or an error: said now, not after the wait.
-            print("anakin: exiting once XLA has compiled the chunk (it cannot stop part "
-                  "way; a second signal exits at once)", file=sys.stderr, flush=True)  # fmt: skip
+            if not issubclass(kind, Interrupted):  # a signal's own line said it already
+                # An error: said now, not after the wait.
+                line = ("anakin: exiting once XLA has compiled the chunk (it cannot stop "
+                        "part way; a second signal exits at once)")  # fmt: skip
+                print(line, file=sys.stderr, flush=True)
             self._thread.join()
 
 
@@ -413,7 +424,7 @@ def train(
         if restored is None:
             keys = member_keys(config)
             init = program.init.trace(keys)  # Python: holds the lock, as the chunk's trace
-        ahead = ChunkAhead(program) if run.env_steps < run.total_env_steps else None
+        ahead = ChunkAhead(program, run) if run.env_steps < run.total_env_steps else None
         with ahead or contextlib.nullcontext():
             if restored is None:
                 state = init.lower().compile()(keys)  # beside the chunk's compile

@@ -148,14 +148,26 @@ class Run:
 
     # -- starting -------------------------------------------------------------------
 
+    def stop_if_requested(self) -> None:
+        """Raises `Interrupted` if a stop signal came during start-up (nothing written):
+        before work that a signal could not cut short, and in `begin`."""
+        if self._signals.requested is not None:
+            raise signals.Interrupted(self._signals.requested)
+
+    def waiting(self, what: Callable[[], str | None]) -> None:
+        """Until `begin`: `what()` names start-up work on another thread that must end
+        before the process may exit (an XLA compile cannot stop part way), or None; a stop
+        signal's one line says the process exits once it has."""
+        self._signals.waiting = what
+
     def begin(self, spec: Any, status: str) -> None:
         """Writes the config (and the resume record), opens the metric writer and the
         progress line, installs the signal handlers; `status` says what comes next."""
         config = self.config
-        if self._signals.requested is not None:  # during start-up: nothing written yet
-            raise signals.Interrupted(self._signals.requested)
+        self.stop_if_requested()  # during start-up: nothing written yet
         # From here a signal stops the run after its current step (a final checkpoint);
         # in place before metrics.jsonl exists, so no one sees the run without them.
+        self._signals.waiting = lambda: None
         self._signals.on_first = signals.after_the_step
         self._signals.__enter__()
         self.videos.check(spec)
@@ -291,6 +303,7 @@ class Run:
         return f"exiting now without a final checkpoint ({self.checkpoints.newest()})"
 
     def close(self) -> None:
+        self._signals.waiting = lambda: None
         self._signals.__exit__()
         self._cache_hits.close()
         self.videos.close()

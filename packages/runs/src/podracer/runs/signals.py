@@ -46,8 +46,14 @@ def after_the_step(name: str) -> str:
     )
 
 
-def before_training(name: str) -> str:
-    """What the first signal prints during a command line's start-up."""
+def before_training(name: str, waiting: str | None = None) -> str:
+    """What the first signal prints during a command line's start-up; `waiting` names what
+    the process lets end first (an XLA compile on another thread cannot stop part way)."""
+    if waiting:
+        return (
+            f"{name} before training began: nothing was written; exiting once {waiting} "
+            "(again to exit at once)"
+        )
     return f"{name} before training began: stopped, nothing was written"
 
 
@@ -57,7 +63,7 @@ def install() -> StopSignals:
     global _INSTALLED
     if _INSTALLED is None:
         _INSTALLED = StopSignals(lambda: "exiting now").__enter__()
-        _INSTALLED.on_first = before_training  # until a run begins its loop
+        _INSTALLED.on_first = _INSTALLED.before_training  # until a run begins its loop
     return _INSTALLED
 
 
@@ -77,14 +83,19 @@ class StopSignals:
     """Installs the handlers for its `with` block (main thread only; elsewhere a no-op).
 
     `requested` is the name of the first signal received ("SIGINT", "SIGTERM") or None.
-    `on_second()` returns the line printed before a second signal exits.
+    `on_second()` returns the line printed before a second signal exits. `waiting()` names
+    the start-up's work that must end before the process may exit, or None (`Run.waiting`).
     """
 
     def __init__(self, on_second: Callable[[], str] = lambda: "exiting now"):
         self.requested: str | None = None
         self.on_second = on_second
         self.on_first = after_the_step  # the line the first signal prints, given its name
+        self.waiting: Callable[[], str | None] = lambda: None
         self._previous: dict[int, Any] = {}
+
+    def before_training(self, name: str) -> str:
+        return before_training(name, self.waiting())
 
     def _handle(self, signum: int, frame: Any) -> None:
         name = signal.Signals(signum).name
