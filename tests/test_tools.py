@@ -72,6 +72,33 @@ def test_init_from_another_runtimes_run_starts_above_random(runs):
     assert result.history[0]["eval/episodic_return"] > 4 * RANDOM_CARTPOLE, result.history
 
 
+@pytest.mark.parametrize("runtime", ["anakin", "sebulba"])
+def test_init_from_params_that_do_not_fit_is_one_line_before_any_compile(runs, runtime, capsys):
+    import importlib
+    import os
+
+    import jax.monitoring
+
+    main = importlib.import_module(f"podracer.{runtime}.cli").main
+    compiled = []
+
+    def listen(event, _, **kw):
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiled.append(kw.get("fun_name"))
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        code = main(["--env", f"{'gymnax' if runtime == 'anakin' else 'envpool'}:CartPole-v1",
+                     "--agent", "ppo", "--ppo.hidden-sizes", "16", "--init-from",
+                     f"{runs}/anakin", "--run-name", "narrow", "--runs-root", runs])  # fmt: skip
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    lines = capsys.readouterr().err.strip().splitlines()
+    (line,) = [line for line in lines if not line.startswith(f"{runtime}: preset")]
+    assert code == 2 and "init_from: the saved params do not fit this agent's network" in line
+    assert compiled == [] and not os.path.exists(f"{runs}/narrow")
+
+
 def test_plot_writes_curves_and_a_summary_of_the_seeds(runs, tmp_path):
     assert (
         plot.main([f"{runs}/anakin", f"{runs}/sebulba", "--out", str(tmp_path), "--target", "100"])

@@ -209,10 +209,10 @@ def test_an_error_making_the_state_waits_for_the_chunk_s_compile(
     # The process must not exit under XLA: the compile thread ends first; the error is
     # raised as it was. The compile's own error is raised in the loop's first step.
     def broken(*_):
-        raise RuntimeError("the init-from run's params do not fit")
+        raise OSError(28, "No space left on device")  # writing config.json
 
-    monkeypatch.setattr(anakin_run.Run, "warm_start", broken)
-    with pytest.raises(RuntimeError, match="do not fit"):
+    monkeypatch.setattr(anakin_run.Run, "begin", broken)
+    with pytest.raises(OSError, match="No space left"):
         train(dataclasses.replace(TINY, runs_root=str(tmp_path), run_name="a"))
     assert len(compile_threads) == 1 and not compile_threads[0].is_alive()
 

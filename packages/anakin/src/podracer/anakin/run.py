@@ -421,6 +421,7 @@ def train(
         agent, program = build(config, env)
         runtime_target = program.abstract._replace(train=None)
         restored = run.restore(env.spec, program.abstract.train, runtime_target)
+        run.check(env.spec, program.abstract.train)
         if restored is None:
             keys = member_keys(config)
             init = program.init.trace(keys)  # Python: holds the lock, as the chunk's trace
@@ -428,7 +429,7 @@ def train(
         with ahead or contextlib.nullcontext():
             if restored is None:
                 state = init.lower().compile()(keys)  # beside the chunk's compile
-                state = state._replace(train=run.warm_start(env.spec, state.train))
+                state = state._replace(train=run.warm_start(state.train))
             else:
                 state = restored.runtime._replace(train=restored.train)
             plan = program.plan  # from here the loop reads the plan, not the config

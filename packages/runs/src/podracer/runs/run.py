@@ -3,7 +3,8 @@
     with Run.open(config, "anakin") as run:      # run dir (auto-named if none), reuse and
         ...build env, agent, programs...          #   resume checks: nothing compiled yet
         restored = run.restore(spec, train=..., runtime=...)   # newest good checkpoint
-        state = init(key) if restored is None else ...
+        run.check(spec, abstract_train)           # videos, init_from: before any compile
+        state = run.warm_start(init(key)) if restored is None else ...
         run.begin(spec, "compiling the first chunk")           # config.json, writer, signals
         while run.running():
             state, metrics = step(state)
@@ -78,6 +79,7 @@ class Run:
         self._restored: dict[str, Any] | None = None
         self._restored_rows: int | None = None  # metric rows the restored checkpoint saw
         self._initial: str | None = None  # the checkpoint a fresh run started from
+        self._warm: Any = None  # its train state, as `check` loaded it for `warm_start`
         self.checkpoints = RunCheckpoints(config, runtime, self.dir, self.is_writer)
         self.rows = RunRows(config, runtime, self.is_writer, on_row)
         self.videos = RunVideos(config, self.dir, self.is_writer)
@@ -138,13 +140,25 @@ class Run:
         self._restored_rows = meta.get("metric_rows")  # None: a checkpoint from before it
         return restored
 
-    def warm_start(self, spec: Any, train: Any) -> Any:
-        """A fresh run's `train` state (a TrainState, or one per seed), with the params of
-        `config.init_from` when it names a run: the same agent, an env of the same spec."""
-        if not self.config.init_from or self._restored or self.config.resume:
+    def check(self, spec: Any, train: Any) -> None:
+        """The checks that need the env's spec and the agent's state, made before anything
+        compiles so that bad input stays one line: videos can be made of this env; a fresh
+        run's `config.init_from` names the same agent, trained on an env of the same spec,
+        with params that fit `train` (this run's TrainState, or one per seed, as
+        ShapeDtypeStructs with their shardings). Those are loaded and placed here, for
+        `warm_start`."""
+        self.videos.check(spec)
+        if self.config.init_from and not (self._restored or self.config.resume):
+            self._warm, self._initial = self.checkpoints.warm_start(spec, train)
+
+    def warm_start(self, train: Any) -> Any:
+        """The fresh run's `train` state the init made, with `config.init_from`'s params
+        (and its optimizer state with `init_opt_state`) as `check` loaded them."""
+        if self._warm is None:
             return train
-        train, self._initial = self.checkpoints.warm_start(spec, train)
-        return train
+        fields = ("params", "opt_state") if self.config.init_opt_state else ("params",)
+        warm, self._warm = self._warm, None
+        return train._replace(**{field: getattr(warm, field) for field in fields})
 
     # -- starting -------------------------------------------------------------------
 
@@ -170,7 +184,6 @@ class Run:
         self._signals.waiting = lambda: None
         self._signals.on_first = signals.after_the_step
         self._signals.__enter__()
-        self.videos.check(spec)
         if self.is_writer:
             resume = {
                 "restored": self._restored, "skipped": self.checkpoints.skipped,

@@ -118,8 +118,9 @@ class RunCheckpoints:
         return changes
 
     def warm_start(self, spec: Any, train: Any) -> tuple[Any, str]:
-        """`train` (a TrainState, or one per seed) with the params of `config.init_from`
-        (the same agent, an env of the same spec), and where they came from."""
+        """`train` (a TrainState, or one per seed; arrays or ShapeDtypeStructs with their
+        shardings) with the params of `config.init_from` (the same agent, an env of the
+        same spec) placed as its own, and where they came from."""
         from podracer.runs.source import load
         from podracer.runs.source import parse_source
         from podracer.runs.source import warm_start

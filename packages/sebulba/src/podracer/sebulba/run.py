@@ -179,9 +179,11 @@ def train(
         mesh = plan.learner_mesh
         key = seed_keys(plan.seed, seeds)
         abstract = jax.eval_shape(lambda k: init_state(agent, k, mesh), key)
-        restored = run.restore(spec, abstract_like(abstract, replicated(mesh)))
+        abstract = abstract_like(abstract, replicated(mesh))
+        restored = run.restore(spec, abstract)
+        run.check(spec, abstract)
         if restored is None:
-            state = run.warm_start(spec, init_state(agent, key, mesh))
+            state = run.warm_start(init_state(agent, key, mesh))
         else:
             state = restored.train
         supervisor = Supervisor(config.stage_timeout_s)
