@@ -1,5 +1,6 @@
 """A missing optional extra is named in one line before anything trains or plays, so that
-no work is lost to it (videos need imageio and imageio-ffmpeg: the video extra)."""
+no work is lost to it (videos need imageio and imageio-ffmpeg: the video extra; W&B logging
+the wandb extra)."""
 
 import sys
 
@@ -37,3 +38,12 @@ def test_eval_with_videos_names_the_extra_before_loading_anything(tmp_path, caps
     assert status == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [err[0]] and "videos need the video extra" in err[0]
+
+
+def test_wandb_without_the_extra_is_refused_as_the_run_opens(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "wandb", None)  # not installed, as importlib sees it
+    config = AnakinConfig(total_env_steps=4096, wandb_project="p", wandb_mode="offline",
+                          run_name="w", runs_root=str(tmp_path), progress=False)  # fmt: skip
+    with pytest.raises(ConfigError, match="AnakinConfig.wandb_project needs the wandb extra: "):
+        train(config)
+    assert list(tmp_path.iterdir()) == []  # nothing written, nothing built

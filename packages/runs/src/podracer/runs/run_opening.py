@@ -30,6 +30,7 @@ from podracer.runs.directory import read_jsonl
 from podracer.runs.distributed import initialize_distributed
 from podracer.runs.run_checkpoints import refuse_learning_changes
 from podracer.runs.writer import check_open_files
+from podracer.runs.writer import check_wandb_extra
 
 
 class Opened(NamedTuple):
@@ -58,6 +59,8 @@ def open_checked(config: RunConfig, runtime: str) -> Opened:
         changes = _check_directory(config, runtime, directory)
         if config.tensorboard and lock is not None and config.num_members > 1:
             check_open_files(config.num_members, type(config).__name__)
+        if config.wandb_project and lock is not None:  # process 0 logs
+            check_wandb_extra(type(config).__name__)
     except BaseException:
         if lock is not None:
             lock.release()

@@ -234,16 +234,24 @@ def _member_folder(row: Mapping[str, Any]) -> str:
     return f"member_{row['member']}{swept}_seed_{row.get('seed', 0)}"
 
 
+def check_wandb_extra(owner: str = "RunConfig") -> None:
+    """Fails in one line when wandb is not installed: found without importing it (seconds),
+    as a run opens, before anything is built or compiled."""
+    import importlib.util
+
+    if importlib.util.find_spec("wandb") is None:
+        raise ConfigError(
+            f"{owner}.wandb_project needs the wandb extra: "
+            + install_command("podracer-runs", "wandb")
+        )
+
+
 def _start_wandb(run_dir: RunDir, project: str, entity: str | None, mode: str, config: dict):
     """A W&B run for `run_dir`; a resumed run continues the same W&B run (its id is kept
     in `run_dir/wandb.json`). Steps are env steps (`global_step`, as CleanRL logs)."""
-    try:
-        import wandb
-    except ImportError:
-        raise ConfigError(
-            "RunConfig.wandb_project needs the wandb extra: "
-            + install_command("podracer-runs", "wandb")
-        ) from None
+    check_wandb_extra()
+    import wandb
+
     id_file = os.path.join(run_dir.path, "wandb.json")
     run_id = None
     if os.path.exists(id_file):
