@@ -147,7 +147,7 @@ def test_a_signal_during_start_up_is_one_line_and_writes_nothing(tmp_path, name)
     # One line, as the signal came; it says so when the chunk's compile, on its own
     # thread, was still running (the exit waits for it).
     assert err.strip() in (
-        f"{name} before training began: stopped, nothing was written",
+        f"{name} before training began: nothing was written; stopping (again to exit at once)",
         f"{name} before training began: nothing was written; exiting once XLA has compiled "
         "the chunk (again to exit at once)",
     ), err

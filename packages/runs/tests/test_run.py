@@ -299,11 +299,9 @@ def test_a_start_up_signal_is_one_line_that_says_what_the_exit_waits_for(tmp_pat
                            capture_output=True, text=True, timeout=120)  # fmt: skip
     assert child.stdout.split() == ["INTERRUPTED", str(int(signal.SIGTERM))], child.stderr
     (line,) = child.stderr.strip().splitlines()
-    if waiting:
-        assert line == ("SIGTERM before training began: nothing was written; exiting once "
-                        "XLA has compiled the chunk (again to exit at once)")  # fmt: skip
-    else:
-        assert line == "SIGTERM before training began: stopped, nothing was written"
+    done = "exiting once XLA has compiled the chunk" if waiting else "stopping"
+    said = "SIGTERM before training began: nothing was written"
+    assert line == f"{said}; {done} (again to exit at once)"
     assert os.listdir(tmp_path) == []
 
 

@@ -45,6 +45,7 @@ from podracer.runs import abstract_like
 from podracer.runs import block
 from podracer.runs import read_jsonl
 from podracer.runs.signals import Interrupted
+from podracer.runs.signals import aside
 from podracer.runs.sweep import PREFIX
 
 
@@ -180,14 +181,14 @@ def _copy(state: Any) -> Any:
 
 
 class ChunkAhead:
-    """The chunk traced and lowered here, from the program's abstract state, then its XLA
-    compile on a second thread while this one makes the run's state. A first start's
-    init is a program of its own (MuZero's MinAtar init: 12 s of XLA on a TPU); XLA
-    compiles without Python's lock, so with both traced first the two compiles run side
-    by side instead of one after the other, and neither trace waits for the lock. The
-    loop's first call finds the chunk compiled (JAX keeps the trace, the lowering and the
-    executable in memory); `seconds()` waits for it and gives its trace, lowering and
-    compile seconds, which the run's compile figure counts.
+    """The chunk traced and lowered here, from the program's abstract state; its XLA
+    compile on a second thread, from entering the context in which this thread makes the
+    run's state. A first start's init is a program of its own (MuZero's MinAtar init: 12 s
+    of XLA on a TPU); XLA compiles without Python's lock, so with both traced first the
+    two compiles run side by side instead of one after the other, and neither trace waits
+    for the lock. The loop's first call finds the chunk compiled (JAX keeps the trace, the
+    lowering and the executable in memory); `seconds()` waits for it and gives its trace,
+    lowering and compile seconds, which the run's compile figure counts.
 
     As a context manager around the state's making: an error there waits for the
     compile to end (XLA cannot stop part way, and the process must not exit under it)
@@ -202,10 +203,7 @@ class ChunkAhead:
         self._thread = threading.Thread(
             target=self._compile, args=(lowered,), name="anakin-compile", daemon=True
         )
-        self._compiled = False
-        run.waiting(self._compiling)
-        run.stop_if_requested()  # a signal during the trace: no compile to wait for
-        self._thread.start()
+        self._compiled, self._run = False, run
 
     def _compiling(self) -> str | None:
         return None if self._compiled else "XLA has compiled the chunk"
@@ -226,6 +224,9 @@ class ChunkAhead:
         return self._seconds
 
     def __enter__(self) -> ChunkAhead:
+        self._run.waiting(self._compiling)
+        self._run.stop_if_requested()  # a signal during the trace: no compile to wait for
+        self._thread.start()
         return self
 
     def __exit__(self, kind, *_) -> None:
@@ -419,16 +420,19 @@ def train(
     with Run.open(config, "anakin", on_row) as run:
         env = make_env(config)
         agent, program = build(config, env)
+        run.stop_if_requested()  # a signal so far: before restoring, tracing or compiling
         runtime_target = program.abstract._replace(train=None)
         restored = run.restore(env.spec, program.abstract.train, runtime_target)
         run.check(env.spec, program.abstract.train)
         if restored is None:
             keys = member_keys(config)
             init = program.init.trace(keys)  # Python: holds the lock, as the chunk's trace
+            run.stop_if_requested()
         ahead = ChunkAhead(program, run) if run.env_steps < run.total_env_steps else None
         with ahead or contextlib.nullcontext():
             if restored is None:
-                state = init.lower().compile()(keys)  # beside the chunk's compile
+                # Beside the chunk's compile; aside, so that a signal's line comes at once.
+                state = aside(lambda: init.lower().compile())(keys)
                 state = state._replace(train=run.warm_start(state.train))
             else:
                 state = restored.runtime._replace(train=restored.train)

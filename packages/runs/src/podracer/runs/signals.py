@@ -8,12 +8,17 @@ newest checkpoint being whatever was last saved.
 
 The command lines install the handlers at their first line (`install`), so a signal
 during start-up (imports, building the env and agent, restoring) is never a traceback
-nor lost: the run sees it when its loop would begin, writes nothing and raises
-`Interrupted`, which the command line reports in one line (exit status 128 + signal).
+nor lost. The handler only records it: raised from a handler, an exception can land in
+a gc or weakref callback (JAX's tracing runs many), which prints it and goes on. The
+run checks between the steps of its start-up (`Run.stop_if_requested`; Anakin's last is
+before its chunk's compile starts), writes nothing and raises `Interrupted`, which the
+command line reports in one line (exit status 128 + signal); a second signal exits at
+once.
 
 Handlers run in the main thread between bytecodes, so a main thread blocked inside a
-long XLA computation would not see a signal until it ends; `block` waits for arrays from
-a helper thread instead, which keeps the main thread responsive.
+long XLA computation or compile would not see a signal until it ends; `aside` runs such
+work on a helper thread (`block` waits for arrays so), which keeps the main thread
+responsive.
 """
 
 from __future__ import annotations
@@ -24,8 +29,10 @@ import sys
 import threading
 from collections.abc import Callable
 from typing import Any
+from typing import TypeVar
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
+T = TypeVar("T")
 
 
 class Interrupted(Exception):
@@ -49,12 +56,8 @@ def after_the_step(name: str) -> str:
 def before_training(name: str, waiting: str | None = None) -> str:
     """What the first signal prints during a command line's start-up; `waiting` names what
     the process lets end first (an XLA compile on another thread cannot stop part way)."""
-    if waiting:
-        return (
-            f"{name} before training began: nothing was written; exiting once {waiting} "
-            "(again to exit at once)"
-        )
-    return f"{name} before training began: stopped, nothing was written"
+    done = f"exiting once {waiting}" if waiting else "stopping"
+    return f"{name} before training began: nothing was written; {done} (again to exit at once)"
 
 
 def install() -> StopSignals:
@@ -119,22 +122,29 @@ class StopSignals:
         self._previous = {}
 
 
-def block(tree: Any) -> Any:
-    """`jax.block_until_ready(tree)`, waited for in a helper thread: signal handlers run
-    while the computation does (a `join` can be interrupted, an XLA wait cannot)."""
-    import jax
-
+def aside(work: Callable[[], T]) -> T:
+    """`work()` run on a helper thread while this one waits to join it: signal handlers
+    run meanwhile (a `join` can be interrupted; an XLA compile or wait cannot, and the
+    main thread would print a signal's line only once it returned)."""
+    result: list[Any] = []
     error: list[BaseException] = []
 
-    def wait() -> None:
+    def run() -> None:
         try:
-            jax.block_until_ready(tree)
+            result.append(work())
         except BaseException as e:  # noqa: BLE001 - re-raised in the caller
             error.append(e)
 
-    thread = threading.Thread(target=wait, name="block-until-ready", daemon=True)
+    thread = threading.Thread(target=run, name="podracer-aside", daemon=True)
     thread.start()
     thread.join()
     if error:
         raise error[0]
-    return tree
+    return result[0]
+
+
+def block(tree: Any) -> Any:
+    """`jax.block_until_ready(tree)`, waited for in a helper thread (`aside`)."""
+    import jax
+
+    return aside(lambda: jax.block_until_ready(tree))
