@@ -144,6 +144,14 @@ def test_errors_exit_2_with_one_line(runs, tmp_path, capsys, case, message):
     assert not (tmp_path / "out").exists()  # nothing written before the inputs check out
 
 
+def test_an_out_that_is_a_file_is_one_line_and_left_as_it_was(runs, tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("a user's file")
+    assert plot.main([str(runs), "--out", str(tmp_path / "notes.txt")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "notes.txt' is a file, not a folder" in err
+    assert (tmp_path / "notes.txt").read_text() == "a user's file"
+
+
 def test_the_tools_import_without_jax_and_defer_matplotlib(runs, tmp_path):
     """Loaded as a package of their own, with `jax` made unimportable."""
     script = f"""

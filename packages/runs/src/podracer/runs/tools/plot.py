@@ -154,6 +154,7 @@ def plot_runs(
         dirs = {run.path for run in runs}
         out = os.path.join(dirs.pop(), "plots") if len(dirs) == 1 else "plots"
     out = os.fspath(out)
+    _check(not os.path.exists(out) or os.path.isdir(out), f"out {out!r} is a file, not a folder")
     os.makedirs(out, exist_ok=True)
     pngs = tuple(
         plot_metric(
