@@ -275,14 +275,14 @@ def test_a_second_signal_exits_at_once(tmp_path):
 
 
 STARTING = """
-import os, signal, sys
+import signal, sys
 from podracer.runs import Run, RunConfig, signals
 signals.install()  # as a command line's first act
 config = RunConfig(runs_root=sys.argv[1], run_name="toy", progress=False, tensorboard=False)
 compiling = [sys.argv[2]]
 with Run.open(config, "toy") as run:
     run.waiting(lambda: compiling[0] or None)
-    os.kill(os.getpid(), signal.SIGTERM)  # handled by the next bytecode
+    signal.raise_signal(signal.SIGTERM)  # handled before it returns
     compiling[0] = None  # the work ended after the line was printed
     try:
         run.begin(None, "compiling ...")
