@@ -203,6 +203,8 @@ class ChunkAhead:
         self._thread = threading.Thread(
             target=self._compile, args=(lowered,), name="anakin-compile", daemon=True
         )
+        # Not the thread's `is_alive()`: a signal between `__enter__`'s check and the
+        # thread's start must still say that the exit waits for the compile.
         self._compiled, self._run = False, run
 
     def _compiling(self) -> str | None:

@@ -169,9 +169,10 @@ class Run:
             raise signals.Interrupted(self._signals.requested)
 
     def waiting(self, what: Callable[[], str | None]) -> None:
-        """Until `begin`: `what()` names start-up work on another thread that must end
-        before the process may exit (an XLA compile cannot stop part way), or None; a stop
-        signal's one line says the process exits once it has."""
+        """`what()` names start-up work on another thread that must end before the process
+        may exit (an XLA compile cannot stop part way), or None; a stop signal's one line
+        before `begin` says the process exits once it has (after `begin` the signal's line
+        is the loop's, which does not read it; `close` forgets it)."""
         self._signals.waiting = what
 
     def begin(self, spec: Any, status: str) -> None:
@@ -181,7 +182,6 @@ class Run:
         self.stop_if_requested()  # during start-up: nothing written yet
         # From here a signal stops the run after its current step (a final checkpoint);
         # in place before metrics.jsonl exists, so no one sees the run without them.
-        self._signals.waiting = lambda: None
         self._signals.on_first = signals.after_the_step
         self._signals.__enter__()
         if self.is_writer:
